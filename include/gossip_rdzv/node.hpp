@@ -1,0 +1,83 @@
+// A gossip-rdzv node for custom launchers: configure, start, wait for the assignment, stop.
+//
+//   gossip_rdzv::Config cfg;
+//   cfg.seeds = {"node0:29400"};
+//   cfg.min_nodes = cfg.max_nodes = 4;
+//   gossip_rdzv::Node node(cfg);
+//   node.start();                                   // binds, starts joining
+//   gossip_rdzv::Assignment a = node.wait();        // blocks until agreed (or throws Error)
+//   auto env = gossip_rdzv::torch_env(a, /*local_rank=*/0);
+//   node.finish();                                  // serve peers until they know the outcome
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip_rdzv/assignment.hpp"
+#include "gossip_rdzv/config.hpp"
+#include "gossip_rdzv/error.hpp"
+
+namespace gossip_rdzv {
+
+/// A member as this node currently sees it, for progress displays and timeout reports.
+struct MemberProgress {
+  std::string endpoint;
+  std::string hostname;
+  std::string status;                     ///< "alive", "suspect" or "dead"
+  std::optional<milliseconds> last_heard; ///< how long ago it was last heard from directly
+};
+
+struct Progress {
+  bool joined = false;                    ///< a seed or peer has answered
+  bool committed = false;
+  std::uint32_t min_nodes = 0, max_nodes = 0;
+  std::vector<MemberProgress> members;    ///< including this node
+  std::uint32_t alive() const;
+};
+
+class Node {
+ public:
+  /// Checks the config. Throws Error(usage) naming the bad field.
+  explicit Node(Config config);
+  /// Stops the node if it is still running.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Binds the gossip port and starts joining in a background thread.
+  /// Throws Error(listen_failed) when the port is taken or the address is not local,
+  /// Error(seed_unresolved) when no seed name resolves.
+  void start();
+
+  /// Blocks until this node's assignment is committed, at most `config.join_timeout`.
+  /// Throws Error with: seed_unreachable (no seed ever answered), join_timeout (names who
+  /// joined and who is missing), run_id_mismatch / version_mismatch, rank_conflict,
+  /// not_admitted.
+  Assignment wait();
+
+  /// The assignment if already committed.
+  std::optional<Assignment> try_assignment() const;
+
+  Progress progress() const;
+
+  /// After commit: keep answering peers until every member knows the outcome, at most
+  /// `config.timing.commit_grace`. Returns immediately if not committed.
+  void finish();
+
+  /// Stops the background thread and closes sockets. Idempotent.
+  void stop();
+
+  /// The endpoint peers use for this node ("host:port"), known after start().
+  std::string endpoint() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gossip_rdzv

@@ -1,0 +1,112 @@
+// The protocol core: a pure state machine (no sockets, clocks, threads or global randomness).
+// The caller hands in time and messages and drains what the core wants sent and what happened:
+//
+//   core.start(now);
+//   loop: core.on_message(now, envelope) / core.on_tick(now) when now >= core.next_wakeup();
+//         while (auto out = core.poll_send()) transmit(*out);
+//         while (auto ev = core.poll_event()) handle(*ev);
+//
+// The same core runs over ZeroMQ (src/runtime) and in the simulator (src/sim).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gossip_rdzv/assignment.hpp"
+#include "gossip_rdzv/config.hpp"
+#include "gossip_rdzv/error.hpp"
+#include "messages.hpp"
+
+namespace gossip_rdzv::protocol {
+
+/// Time since an arbitrary origin chosen by the caller (the simulator starts at zero).
+using Time = std::chrono::microseconds;
+
+struct CoreConfig {
+  Announcement self;              ///< endpoint, ids, host, nproc, hint, master port, sizes
+  std::string run_id = "default";
+  std::vector<std::string> seeds; ///< endpoints; one equal to self.endpoint is skipped
+  std::uint32_t min_nodes = 1;
+  std::uint32_t max_nodes = 1;
+  Timing timing;
+  std::chrono::milliseconds last_call{30000};
+  std::uint64_t rng_seed = 1;     ///< the only source of randomness
+  bool seed_only = false;         ///< a dedicated seed: introduces joiners, never a member
+  std::uint32_t round = 0;
+};
+
+struct Outgoing {
+  std::string to;  ///< destination endpoint "host:port"
+  Envelope msg;
+};
+
+// ---- events -------------------------------------------------------------------------------
+struct JoinedCluster { std::string via; };                 ///< first answer from a seed or peer
+struct MemberUp { Announcement member; };
+struct MemberSuspected { std::string endpoint; };
+struct MemberDead { std::string endpoint; };
+struct Committed { Assignment assignment; };              ///< this node's outcome for the round
+struct NotAdmitted { std::uint32_t round = 0; std::uint32_t view_size = 0; };
+/// A peer of another run or version: `by_us` when we refused it, else it refused us.
+struct PeerRefused { std::string peer; RefuseReason reason{}; std::string detail; bool by_us = false; };
+/// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
+struct Fatal { ErrorCode code{}; std::string message; };
+using Event = std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed,
+                           NotAdmitted, PeerRefused, Fatal>;
+
+/// What the core knows, for progress lines and timeout reports.
+struct MemberView {
+  Announcement ann;
+  MemberStatus status = MemberStatus::alive;
+  std::uint64_t incarnation = 0;
+  Time last_heard{0};             ///< last message from this member itself (0: never directly)
+  std::string last_heard_via;     ///< who told us about it most recently
+};
+struct Snapshot {
+  bool joined = false;
+  bool committed = false;
+  bool done = false;
+  std::vector<MemberView> members;  ///< including self (unless seed_only)
+  std::optional<ViewClaim> held;    ///< the view this node holds, if any
+};
+
+class Core {
+ public:
+  explicit Core(CoreConfig config);
+  ~Core();
+  Core(Core&&) noexcept;
+  Core& operator=(Core&&) noexcept;
+
+  void start(Time now);
+  void on_message(Time now, const Envelope& msg);
+  /// The runtime could read only the header of a message: its version is not ours.
+  void on_version_mismatch(Time now, const std::string& sender, std::uint16_t their_version);
+  void on_tick(Time now);
+
+  std::optional<Outgoing> poll_send();
+  std::optional<Event> poll_event();
+  /// When on_tick should next be called (may be <= now when work is pending).
+  Time next_wakeup() const;
+
+  bool joined() const;
+  bool committed() const;
+  /// Committed and every member known to have committed, or the commit grace ran out.
+  bool done() const;
+  Snapshot snapshot() const;
+  const CoreConfig& config() const;
+  /// Aborts (assert) if an internal invariant is broken; the simulator calls it every step.
+  void check_invariants() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gossip_rdzv::protocol

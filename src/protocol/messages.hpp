@@ -1,0 +1,120 @@
+// Every message of the gossip-rdzv protocol, as plain structs. The msgpack layout lives in
+// codec.cpp and docs/protocol.md; nothing else knows it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gossip_rdzv::protocol {
+
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr char kMagic[] = "GRDZ";
+
+/// What a node says about itself when it joins; never changes for one process.
+struct Announcement {
+  std::string endpoint;           ///< advertised gossip endpoint "host:port": the member key
+  std::uint64_t node_id = 0;      ///< random per process start
+  std::uint64_t generation = 0;   ///< larger after a restart with the same endpoint
+  std::string host;               ///< advertised address (MASTER_ADDR candidate)
+  std::string hostname;           ///< for people
+  std::uint32_t nproc = 1;
+  std::int32_t rank_hint = -1;    ///< -1: none
+  std::uint16_t master_port = 0;  ///< port checked free on this node
+  std::uint32_t min_nodes = 1;    ///< the sizes this node was started with (checked for mismatch)
+  std::uint32_t max_nodes = 1;
+
+  bool operator==(const Announcement&) const = default;
+};
+
+enum class MemberStatus : std::uint8_t { alive = 0, suspect = 1, dead = 2 };
+
+/// One row of the membership table as it travels. Newer = (generation, incarnation, status)
+/// larger, with dead > suspect > alive at equal incarnation (SWIM's override order).
+struct MemberRecord {
+  Announcement ann;
+  std::uint64_t incarnation = 0;
+  MemberStatus status = MemberStatus::alive;
+
+  bool operator==(const MemberRecord&) const = default;
+};
+
+/// A member of a view: endpoint plus generation, so a restarted process is a new member.
+struct MemberKey {
+  std::string endpoint;
+  std::uint64_t generation = 0;
+
+  auto operator<=>(const MemberKey&) const = default;
+};
+
+/// A view under agreement and what the sender knows of it (seen-by sets, Akka-style).
+/// Bit i of a set refers to members[i]; sets merge by union.
+struct ViewClaim {
+  std::uint32_t round = 0;
+  std::uint64_t attempt = 0;            ///< views are ordered by (attempt, digest)
+  std::uint64_t digest = 0;             ///< hash of (round, members)
+  std::vector<MemberKey> members;       ///< sorted
+  std::vector<std::uint8_t> proposed;   ///< members seen holding this view
+  std::vector<std::uint8_t> ready;      ///< members seen ready (they saw `proposed` full)
+  std::vector<std::uint8_t> committed;  ///< members seen committed (they saw `ready` full)
+
+  bool operator==(const ViewClaim&) const = default;
+};
+
+/// Joiner -> seed.
+struct Join {
+  MemberRecord self;
+};
+/// Seed -> joiner: a bounded sample of members, never the whole table.
+struct JoinReply {
+  std::vector<MemberRecord> sample;
+  bool seed_is_member = false;
+};
+/// SWIM probe; `updates` and `views` are piggybacked.
+struct Ping {
+  std::uint64_t seq = 0;
+  std::vector<MemberRecord> updates;
+  std::vector<ViewClaim> views;
+};
+struct Ack {
+  std::uint64_t seq = 0;
+  std::vector<MemberRecord> updates;
+  std::vector<ViewClaim> views;
+};
+/// "Probe `target` for me": the receiver pings it and relays the ack.
+struct PingReq {
+  std::uint64_t seq = 0;
+  std::string target;
+};
+/// Gossip push; with `want_reply` (push-pull) the receiver answers with its own state.
+struct Gossip {
+  bool want_reply = false;
+  std::vector<MemberRecord> updates;
+  std::vector<ViewClaim> views;
+};
+/// `members` command -> any node or seed.
+struct Query {};
+struct QueryReply {
+  std::vector<MemberRecord> members;
+  std::vector<ViewClaim> views;
+};
+enum class RefuseReason : std::uint8_t { run_id_mismatch = 1, version_mismatch = 2, bad_message = 3 };
+/// Sent instead of an answer to a peer of another run or version, so both sides can say so.
+struct Refuse {
+  RefuseReason reason = RefuseReason::bad_message;
+  std::string detail;
+};
+
+using Body = std::variant<Join, JoinReply, Ping, Ack, PingReq, Gossip, Query, QueryReply, Refuse>;
+
+/// The header every message carries, plus its body.
+struct Envelope {
+  std::uint16_t version = kProtocolVersion;
+  std::string run_id;
+  std::string sender;                 ///< sender's endpoint (for a `members` client: its reply address)
+  std::uint64_t sender_generation = 0;
+  Body body;
+};
+
+}  // namespace gossip_rdzv::protocol
