@@ -53,6 +53,7 @@ struct Config {
   Timing timing = Timing::lan();
   std::string hostname;                    ///< empty: the machine's host name
   std::uint64_t rng_seed = 0;              ///< 0: seeded from the OS; fixed only for tests
+  bool dedicated_seed = false;             ///< only introduce joiners, never a member (`seed` command)
 };
 
 }  // namespace gossip_rdzv

@@ -80,4 +80,10 @@ class Node {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Asks a running node or seed at `endpoint` for its membership table (the `members`
+/// command). Throws Error(seed_unreachable) when it does not answer within `timeout`,
+/// Error(run_id_mismatch) / Error(version_mismatch) when it refuses us.
+std::vector<MemberProgress> query_members(const std::string& endpoint, const std::string& run_id,
+                                          milliseconds timeout);
+
 }  // namespace gossip_rdzv
