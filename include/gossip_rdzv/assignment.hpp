@@ -22,12 +22,12 @@ struct NodeEntry {
 /// What every member of one round computes identically from the agreed view.
 struct Assignment {
   std::string run_id;
-  std::uint32_t round = 0;        ///< TORCHELASTIC_RESTART_COUNT
-  std::uint32_t world_size = 0;   ///< sum of nproc over all nodes
-  std::string master_addr;        ///< node rank 0's advertised address
-  std::uint16_t master_port = 0;  ///< a port node rank 0 found free (or the one fixed by the user)
-  std::vector<NodeEntry> nodes;   ///< ordered by node_rank
-  std::uint32_t my_node_rank = 0; ///< index into `nodes` of the node that computed this
+  std::uint32_t round = 0;         ///< TORCHELASTIC_RESTART_COUNT
+  std::uint32_t world_size = 0;    ///< sum of nproc over all nodes
+  std::string master_addr;         ///< node rank 0's advertised address
+  std::uint16_t master_port = 0;   ///< a port node rank 0 found free (or the one fixed by the user)
+  std::vector<NodeEntry> nodes;    ///< ordered by node_rank
+  std::uint32_t my_node_rank = 0;  ///< index into `nodes` of the node that computed this
 
   const NodeEntry& me() const { return nodes.at(my_node_rank); }
   std::uint32_t nnodes() const { return static_cast<std::uint32_t>(nodes.size()); }

@@ -27,15 +27,15 @@ namespace gossip_rdzv {
 struct MemberProgress {
   std::string endpoint;
   std::string hostname;
-  std::string status;                     ///< "alive", "suspect" or "dead"
-  std::optional<milliseconds> last_heard; ///< how long ago it was last heard from directly
+  std::string status;                      ///< "alive", "suspect" or "dead"
+  std::optional<milliseconds> last_heard;  ///< how long ago it was last heard from directly
 };
 
 struct Progress {
-  bool joined = false;                    ///< a seed or peer has answered
+  bool joined = false;  ///< a seed or peer has answered
   bool committed = false;
   std::uint32_t min_nodes = 0, max_nodes = 0;
-  std::vector<MemberProgress> members;    ///< including this node
+  std::vector<MemberProgress> members;  ///< including this node
   std::uint32_t alive() const;
 };
 

@@ -1,1 +1,579 @@
-// placeholder: being written
+#include "core.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "agreement.hpp"
+#include "member_table.hpp"
+#include "prng.hpp"
+#include "rank_assignment.hpp"
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+constexpr Time kNever{INT64_MAX / 4};
+constexpr std::size_t kMaxRelays = 1024;  // PingReq relays in flight; more are dropped
+
+template <class Duration>
+Time as_time(Duration d) {
+  return std::chrono::duration_cast<Time>(d);
+}
+
+}  // namespace
+
+struct Core::Impl {
+  explicit Impl(CoreConfig cfg)
+      : config(std::move(cfg)),
+        prng(config.rng_seed),
+        table(config.self.endpoint),
+        agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
+                                  config.round, config.min_nodes, config.max_nodes,
+                                  as_time(config.last_call)}) {
+    std::erase(config.seeds, config.self.endpoint);
+  }
+
+  // ---- configuration-derived numbers ----------------------------------------------------
+  std::size_t cluster_size() const { return table.live_peer_count() + 1; }
+  std::uint32_t retransmits() const {
+    const double n = static_cast<double>(cluster_size()) + 1.0;
+    return config.timing.retransmit_mult * static_cast<std::uint32_t>(std::ceil(std::log2(n)));
+  }
+  Time suspicion_timeout() const {
+    // memberlist: mult * max(1, log10(N)) * probe interval, here floored by suspicion_min.
+    const double scale = std::max(1.0, std::log10(static_cast<double>(cluster_size())));
+    const auto computed = as_time(config.timing.probe_interval) *
+                          static_cast<std::int64_t>(config.timing.suspicion_mult) *
+                          static_cast<std::int64_t>(std::ceil(scale));
+    return std::max(computed, as_time(config.timing.suspicion_min));
+  }
+
+  // ---- sending -----------------------------------------------------------------------------
+  Envelope envelope(Body body) const {
+    Envelope env;
+    env.run_id = config.run_id;
+    env.sender = config.self.endpoint;
+    env.sender_generation = config.self.generation;
+    env.body = std::move(body);
+    return env;
+  }
+  void send(const std::string& to, Body body) {
+    outbox.push_back(Outgoing{to, envelope(std::move(body))});
+  }
+  MemberRecord self_record() const {
+    return MemberRecord{config.self, incarnation, MemberStatus::alive};
+  }
+
+  std::vector<ViewClaim> views() const {
+    if (config.seed_only) return {};
+    return agreement.claims_to_send();
+  }
+
+  std::vector<std::string> gossip_targets(std::size_t count) {
+    if (agreement.committed()) {
+      // After committing, talk to those not yet known to know the outcome.
+      auto missing = agreement.members_missing_commit();
+      std::erase(missing, config.self.endpoint);
+      std::vector<std::string> picked;
+      while (!missing.empty() && picked.size() < count) {
+        const std::size_t i = prng.below(missing.size());
+        picked.push_back(missing[i]);
+        missing.erase(missing.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      return picked;
+    }
+    return table.sample_peers(prng, count);
+  }
+
+  void push_gossip(std::size_t fanout) {
+    for (const auto& peer : gossip_targets(fanout)) {
+      Gossip gossip;
+      gossip.updates = table.take_piggyback(config.timing.max_piggyback);
+      gossip.views = views();
+      send(peer, std::move(gossip));
+    }
+  }
+
+  std::vector<MemberRecord> full_state() const {
+    std::vector<MemberRecord> records;
+    records.reserve(table.rows().size());
+    for (const auto& [endpoint, row] : table.rows()) records.push_back(table.record(row));
+    return records;
+  }
+
+  // ---- learning ------------------------------------------------------------------------------
+  void note_member_change(MemberChange change, const MemberRecord& rumour) {
+    if (change == MemberChange::none) return;
+    table.enqueue(rumour.ann.endpoint, retransmits());
+    dirty = true;
+    switch (change) {
+      case MemberChange::joined:
+      case MemberChange::restarted:
+        events.push_back(MemberUp{rumour.ann});
+        break;
+      case MemberChange::suspected:
+        events.push_back(MemberSuspected{rumour.ann.endpoint});
+        break;
+      case MemberChange::died:
+        events.push_back(MemberDead{rumour.ann.endpoint});
+        break;
+      default:
+        break;
+    }
+  }
+
+  void refute(const MemberRecord& rumour) {
+    if (rumour.ann.generation != config.self.generation) return;  // an older process of ours
+    if (rumour.status == MemberStatus::alive || rumour.incarnation < incarnation) return;
+    // SWIM: someone suspects or buried us; outbid the rumour with a higher incarnation.
+    incarnation = rumour.incarnation + 1;
+    table.set_self(self_record());
+    table.enqueue(config.self.endpoint, retransmits());
+    dirty = true;
+  }
+
+  void check_sizes(const Announcement& ann) {
+    if (config.seed_only || sizes_fatal) return;
+    if (ann.min_nodes == config.min_nodes && ann.max_nodes == config.max_nodes) return;
+    sizes_fatal = true;
+    auto sizes = [](std::uint32_t lo, std::uint32_t hi) {
+      return lo == hi ? std::to_string(lo) : std::to_string(lo) + ":" + std::to_string(hi);
+    };
+    events.push_back(
+        Fatal{ErrorCode::usage,
+              "node " + ann.hostname + " (" + ann.endpoint + ") was started with --nnodes " +
+                  sizes(ann.min_nodes, ann.max_nodes) + " but this node with --nnodes " +
+                  sizes(config.min_nodes, config.max_nodes) + "; start every node of run '" +
+                  config.run_id + "' with the same --nnodes"});
+  }
+
+  void learn(const std::vector<MemberRecord>& records, const std::string& via, Time now) {
+    for (const auto& rumour : records) {
+      if (rumour.ann.endpoint.empty()) continue;
+      if (rumour.ann.endpoint == config.self.endpoint) {
+        refute(rumour);
+        continue;
+      }
+      check_sizes(rumour.ann);
+      const auto change = table.merge(rumour, now, now + suspicion_timeout(), via);
+      note_member_change(change, rumour);
+    }
+  }
+
+  void learn_views(const std::vector<ViewClaim>& claims) {
+    if (config.seed_only) return;
+    for (const auto& claim : claims) {
+      if (agreement.merge(claim)) dirty = true;
+    }
+  }
+
+  void mark_joined(const std::string& via) {
+    if (joined) return;
+    joined = true;
+    events.push_back(JoinedCluster{via});
+  }
+
+  // ---- message handlers ----------------------------------------------------------------------
+  void handle(Time now, const Envelope& env, const Join& join) {
+    learn({join.self}, env.sender, now);
+    JoinReply reply;
+    reply.seed_is_member = !config.seed_only;
+    for (const auto& peer : table.sample_peers(prng, config.timing.join_sample_size, env.sender)) {
+      reply.sample.push_back(table.record(*table.find(peer)));
+    }
+    if (!config.seed_only) reply.sample.push_back(self_record());
+    send(env.sender, std::move(reply));
+    if (config.seed_only) {
+      // Introduce the joiner to a few members now; they spread it from there.
+      for (const auto& peer : table.sample_peers(prng, config.timing.gossip_fanout, env.sender)) {
+        Gossip gossip;
+        gossip.updates = {join.self};
+        send(peer, std::move(gossip));
+      }
+    }
+    if (agreement.committed()) {
+      Gossip outcome;  // a late joiner learns at once that the round is closed
+      outcome.views = views();
+      send(env.sender, std::move(outcome));
+    }
+  }
+  void handle(Time now, const Envelope& env, const JoinReply& reply) {
+    mark_joined(env.sender);
+    learn(reply.sample, env.sender, now);
+    next_push_pull_at = now;  // one full exchange right away, then periodic
+  }
+  void handle(Time now, const Envelope& env, const Ping& ping) {
+    mark_joined(env.sender);
+    learn(ping.updates, env.sender, now);
+    learn_views(ping.views);
+    Ack ack;
+    ack.seq = ping.seq;
+    ack.updates = table.take_piggyback(config.timing.max_piggyback);
+    ack.views = views();
+    send(env.sender, std::move(ack));
+  }
+  void handle(Time now, const Envelope& env, const Ack& ack) {
+    mark_joined(env.sender);
+    learn(ack.updates, env.sender, now);
+    learn_views(ack.views);
+    // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
+    if (probe && probe->seq == ack.seq) probe.reset();
+    auto relay = relays.find(ack.seq);
+    if (relay != relays.end()) {
+      Ack forwarded;
+      forwarded.seq = relay->second.requester_seq;
+      send(relay->second.requester, std::move(forwarded));
+      relays.erase(relay);
+    }
+  }
+  void handle(Time now, const Envelope& env, const PingReq& request) {
+    mark_joined(env.sender);
+    if (relays.size() >= kMaxRelays || request.target == config.self.endpoint) return;
+    const std::uint64_t seq = ++next_seq;
+    relays[seq] = Relay{env.sender, request.seq, now + as_time(config.timing.probe_interval)};
+    Ping ping;
+    ping.seq = seq;
+    send(request.target, std::move(ping));
+  }
+  void handle(Time now, const Envelope& env, const Gossip& gossip) {
+    mark_joined(env.sender);
+    learn(gossip.updates, env.sender, now);
+    learn_views(gossip.views);
+    if (gossip.want_reply) {
+      Gossip reply;
+      reply.updates = full_state();
+      reply.views = views();
+      send(env.sender, std::move(reply));
+    }
+  }
+  void handle(Time, const Envelope& env, const Query&) {
+    QueryReply reply;
+    reply.members = full_state();
+    reply.views = views();
+    send(env.sender, std::move(reply));
+  }
+  void handle(Time, const Envelope&, const QueryReply&) {}
+  void handle(Time, const Envelope& env, const Refuse& refuse) {
+    if (refused_by.insert(env.sender).second) {
+      events.push_back(PeerRefused{env.sender, refuse.reason, refuse.detail, false});
+    }
+  }
+
+  void refuse(const std::string& peer, RefuseReason reason, std::string detail) {
+    Refuse message;
+    message.reason = reason;
+    message.detail = detail;
+    send(peer, std::move(message));
+    if (refused.insert(peer).second) {
+      events.push_back(PeerRefused{peer, reason, std::move(detail), true});
+    }
+  }
+
+  // ---- periodic work -------------------------------------------------------------------------
+  void tick_join(Time now) {
+    if (joined || now < next_join_at || config.seeds.empty()) return;
+    Join join;
+    join.self = self_record();
+    send(config.seeds[join_attempts % config.seeds.size()], std::move(join));
+    ++join_attempts;
+    // Exponential backoff with +-20% jitter so a crowd of joiners does not retry in step.
+    const double jitter = 0.8 + 0.4 * prng.unit();
+    next_join_at =
+        now + Time{static_cast<std::int64_t>(static_cast<double>(join_backoff.count()) * jitter)};
+    join_backoff = std::min(join_backoff * 2, as_time(config.timing.join_backoff_max));
+  }
+
+  void tick_suspicions(Time now) {
+    for (const auto& endpoint : table.expired_suspects(now)) {
+      if (!table.declare_dead(endpoint)) continue;
+      const Member* row = table.find(endpoint);
+      table.enqueue(endpoint, retransmits());
+      dirty = true;
+      events.push_back(MemberDead{row->ann.endpoint});
+    }
+  }
+
+  void suspect(const std::string& endpoint, Time now) {
+    if (!table.suspect(endpoint, now + suspicion_timeout())) return;
+    table.enqueue(endpoint, retransmits());
+    dirty = true;
+    events.push_back(MemberSuspected{endpoint});
+  }
+
+  void tick_probe(Time now) {
+    if (probe && !probe->indirect_sent &&
+        now >= probe->sent_at + as_time(config.timing.probe_timeout)) {
+      probe->indirect_sent = true;
+      for (const auto& helper :
+           table.sample_peers(prng, config.timing.indirect_probes, probe->target)) {
+        PingReq request;
+        request.seq = probe->seq;
+        request.target = probe->target;
+        send(helper, std::move(request));
+      }
+    }
+    if (now < next_probe_at) return;
+    if (probe) suspect(probe->target, now);  // neither direct nor indirect ack in a period
+    probe.reset();
+    next_probe_at = now + as_time(config.timing.probe_interval);
+    auto targets = table.sample_peers(prng, 1);
+    if (targets.empty()) return;
+    Ping ping;
+    ping.seq = ++next_seq;
+    ping.updates = table.take_piggyback(config.timing.max_piggyback);
+    ping.views = views();
+    probe = Probe{targets.front(), ping.seq, now, false};
+    send(targets.front(), std::move(ping));
+  }
+
+  void tick_gossip(Time now) {
+    if (now >= next_gossip_at) {
+      next_gossip_at = now + as_time(config.timing.gossip_interval);
+      push_gossip(config.timing.gossip_fanout);
+      last_push_at = now;
+      dirty = false;
+    }
+    if (dirty && now >= last_push_at + as_time(config.timing.min_push_gap)) {
+      // New information goes out at once, not on the next period: a rendezvous should cost
+      // a few round trips, not a few gossip intervals.
+      push_gossip(config.timing.gossip_fanout);
+      last_push_at = now;
+      dirty = false;
+    }
+    if (now >= next_push_pull_at && !agreement.committed()) {
+      next_push_pull_at = now + as_time(config.timing.push_pull_interval);
+      auto peers = table.sample_peers(prng, 1);
+      if (!peers.empty()) {
+        Gossip gossip;
+        gossip.want_reply = true;
+        gossip.updates = full_state();
+        gossip.views = views();
+        send(peers.front(), std::move(gossip));
+      }
+    }
+  }
+
+  void tick_relays(Time now) {
+    std::erase_if(relays, [&](const auto& entry) { return entry.second.expires <= now; });
+  }
+
+  void step_agreement(Time now) {
+    if (config.seed_only || sizes_fatal) return;
+    if (agreement.step(now, table)) dirty = true;
+    if (agreement.committed() && !commit_reported) report_commit(now);
+    if (agreement.not_admitted() && !not_admitted_reported) report_not_admitted();
+    if (agreement.committed() && !done &&
+        (agreement.everyone_committed() ||
+         now >= committed_at + as_time(config.timing.commit_grace))) {
+      done = true;
+    }
+  }
+
+  void report_commit(Time now) {
+    const auto members = agreement.committed_members();
+    const auto view = agreement.committed_view();
+    if (members.size() != view->members.size()) return;  // announcements still arriving
+    commit_reported = true;
+    committed_at = now;
+    auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
+    if (auto* error = std::get_if<AssignmentError>(&result)) {
+      events.push_back(Fatal{error->code, error->message});
+    } else {
+      events.push_back(Committed{std::get<Assignment>(std::move(result))});
+    }
+  }
+
+  void report_not_admitted() {
+    not_admitted_reported = true;
+    NotAdmitted event;
+    event.round = config.round;
+    if (auto view = agreement.foreign_commit()) {
+      event.view_size = static_cast<std::uint32_t>(view->members.size());
+      for (const auto& key : view->members) {
+        if (key.endpoint == config.self.endpoint) event.previous_process_in_view = true;
+      }
+    }
+    events.push_back(event);
+  }
+
+  // ---- state --------------------------------------------------------------------------------
+  CoreConfig config;
+  Prng prng;
+  MemberTable table;
+  Agreement agreement;
+  std::deque<Outgoing> outbox;
+  std::deque<Event> events;
+  std::uint64_t incarnation = 0;
+  bool started = false;
+  bool joined = false;
+  bool dirty = false;
+  bool done = false;
+  bool commit_reported = false;
+  bool not_admitted_reported = false;
+  bool sizes_fatal = false;
+  std::uint64_t join_attempts = 0;
+  Time join_backoff{0};
+  Time next_join_at{0};
+  Time next_probe_at{0};
+  Time next_gossip_at{0};
+  Time next_push_pull_at{0};
+  Time last_push_at{0};
+  Time committed_at{0};
+  std::uint64_t next_seq = 0;
+  struct Probe {
+    std::string target;
+    std::uint64_t seq;
+    Time sent_at;
+    bool indirect_sent;
+  };
+  std::optional<Probe> probe;
+  struct Relay {
+    std::string requester;
+    std::uint64_t requester_seq;
+    Time expires;
+  };
+  std::unordered_map<std::uint64_t, Relay> relays;
+  std::unordered_set<std::string> refused;
+  std::unordered_set<std::string> refused_by;
+};
+
+Core::Core(CoreConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Core::~Core() = default;
+Core::Core(Core&&) noexcept = default;
+Core& Core::operator=(Core&&) noexcept = default;
+
+void Core::start(Time now) {
+  Impl& s = *impl_;
+  if (s.started) return;
+  s.started = true;
+  s.join_backoff = as_time(s.config.timing.join_backoff_initial);
+  s.next_join_at = now;
+  s.next_probe_at = now + as_time(s.config.timing.probe_interval);
+  s.next_gossip_at = now + as_time(s.config.timing.gossip_interval);
+  s.next_push_pull_at = now + as_time(s.config.timing.push_pull_interval);
+  if (!s.config.seed_only) {
+    s.table.set_self(s.self_record());
+    s.table.enqueue(s.config.self.endpoint, s.retransmits());
+  }
+  if (s.config.seeds.empty()) s.mark_joined(s.config.self.endpoint);  // we are the seed
+  s.tick_join(now);
+  s.step_agreement(now);
+}
+
+void Core::on_message(Time now, const Envelope& msg) {
+  Impl& s = *impl_;
+  if (const auto* refuse = std::get_if<Refuse>(&msg.body)) {
+    s.handle(now, msg, *refuse);
+    return;
+  }
+  if (msg.sender.empty()) return;
+  if (msg.version != kProtocolVersion) {
+    on_version_mismatch(now, msg.sender, msg.version);
+    return;
+  }
+  if (msg.run_id != s.config.run_id) {
+    s.refuse(msg.sender, RefuseReason::run_id_mismatch,
+             "node " + s.config.self.endpoint + " belongs to run '" + s.config.run_id +
+                 "', the message came from run '" + msg.run_id + "'");
+    return;
+  }
+  s.table.heard_from(msg.sender, msg.sender_generation, now);
+  std::visit([&](const auto& body) { s.handle(now, msg, body); }, msg.body);
+  s.step_agreement(now);
+}
+
+void Core::on_version_mismatch(Time, const std::string& sender, std::uint16_t their_version) {
+  impl_->refuse(sender, RefuseReason::version_mismatch,
+                "node " + impl_->config.self.endpoint + " speaks gossip-rdzv protocol version " +
+                    std::to_string(kProtocolVersion) + ", the message came with version " +
+                    std::to_string(their_version));
+}
+
+void Core::on_tick(Time now) {
+  Impl& s = *impl_;
+  if (!s.started) return;
+  s.tick_join(now);
+  if (!s.config.seed_only) {
+    s.tick_suspicions(now);
+    if (s.joined) s.tick_probe(now);
+    s.step_agreement(now);
+    if (s.joined) s.tick_gossip(now);
+    s.tick_relays(now);
+    s.step_agreement(now);
+  }
+}
+
+std::optional<Outgoing> Core::poll_send() {
+  if (impl_->outbox.empty()) return std::nullopt;
+  Outgoing out = std::move(impl_->outbox.front());
+  impl_->outbox.pop_front();
+  return out;
+}
+
+std::optional<Event> Core::poll_event() {
+  if (impl_->events.empty()) return std::nullopt;
+  Event event = std::move(impl_->events.front());
+  impl_->events.pop_front();
+  return event;
+}
+
+Time Core::next_wakeup() const {
+  const Impl& s = *impl_;
+  if (!s.started || s.config.seed_only) return kNever;
+  Time next = kNever;
+  auto consider = [&](Time t) { next = std::min(next, t); };
+  if (!s.joined && !s.config.seeds.empty()) consider(s.next_join_at);
+  if (s.joined) {
+    consider(s.next_probe_at);
+    consider(s.next_gossip_at);
+    if (!s.agreement.committed()) consider(s.next_push_pull_at);
+    if (s.dirty) consider(s.last_push_at + as_time(s.config.timing.min_push_gap));
+  }
+  if (s.probe && !s.probe->indirect_sent)
+    consider(s.probe->sent_at + as_time(s.config.timing.probe_timeout));
+  if (auto deadline = s.table.earliest_suspect_deadline()) consider(*deadline);
+  if (auto deadline = s.agreement.next_deadline()) consider(*deadline);
+  if (s.agreement.committed() && !s.done)
+    consider(s.committed_at + as_time(s.config.timing.commit_grace));
+  return next;
+}
+
+bool Core::joined() const {
+  return impl_->joined;
+}
+bool Core::committed() const {
+  return impl_->commit_reported;
+}
+bool Core::done() const {
+  return impl_->done;
+}
+const CoreConfig& Core::config() const {
+  return impl_->config;
+}
+
+Snapshot Core::snapshot() const {
+  const Impl& s = *impl_;
+  Snapshot snap;
+  snap.joined = s.joined;
+  snap.committed = s.commit_reported;
+  snap.done = s.done;
+  for (const auto& [endpoint, row] : s.table.rows()) {
+    snap.members.push_back(
+        MemberView{row.ann, row.status, row.incarnation, row.last_heard, row.last_heard_via});
+  }
+  snap.held = s.agreement.held_view();
+  return snap;
+}
+
+void Core::check_invariants() const {
+  const Impl& s = *impl_;
+  s.agreement.check_invariants();
+  const Member* self = s.table.find(s.config.self.endpoint);
+  if (!s.config.seed_only && s.started &&
+      (self == nullptr || self->status != MemberStatus::alive)) {
+    std::abort();  // we never hold a rumour of our own death: we refute it
+  }
+}
+
+}  // namespace gossip_rdzv::protocol

@@ -29,15 +29,15 @@ namespace gossip_rdzv::protocol {
 using Time = std::chrono::microseconds;
 
 struct CoreConfig {
-  Announcement self;              ///< endpoint, ids, host, nproc, hint, master port, sizes
+  Announcement self;  ///< endpoint, ids, host, nproc, hint, master port, sizes
   std::string run_id = "default";
-  std::vector<std::string> seeds; ///< endpoints; one equal to self.endpoint is skipped
+  std::vector<std::string> seeds;  ///< endpoints; one equal to self.endpoint is skipped
   std::uint32_t min_nodes = 1;
   std::uint32_t max_nodes = 1;
   Timing timing;
   std::chrono::milliseconds last_call{30000};
-  std::uint64_t rng_seed = 1;     ///< the only source of randomness
-  bool seed_only = false;         ///< a dedicated seed: introduces joiners, never a member
+  std::uint64_t rng_seed = 1;  ///< the only source of randomness
+  bool seed_only = false;      ///< a dedicated seed: introduces joiners, never a member
   std::uint32_t round = 0;
 };
 
@@ -47,16 +47,40 @@ struct Outgoing {
 };
 
 // ---- events -------------------------------------------------------------------------------
-struct JoinedCluster { std::string via; };                 ///< first answer from a seed or peer
-struct MemberUp { Announcement member; };
-struct MemberSuspected { std::string endpoint; };
-struct MemberDead { std::string endpoint; };
-struct Committed { Assignment assignment; };              ///< this node's outcome for the round
-struct NotAdmitted { std::uint32_t round = 0; std::uint32_t view_size = 0; };
+struct JoinedCluster {
+  std::string via;
+};  ///< first answer from a seed or peer
+struct MemberUp {
+  Announcement member;
+};
+struct MemberSuspected {
+  std::string endpoint;
+};
+struct MemberDead {
+  std::string endpoint;
+};
+struct Committed {
+  Assignment assignment;
+};  ///< this node's outcome for the round
+/// The round committed without this node. `previous_process_in_view`: the view holds this
+/// endpoint's previous process (this one restarted after the others agreed).
+struct NotAdmitted {
+  std::uint32_t round = 0;
+  std::uint32_t view_size = 0;
+  bool previous_process_in_view = false;
+};
 /// A peer of another run or version: `by_us` when we refused it, else it refused us.
-struct PeerRefused { std::string peer; RefuseReason reason{}; std::string detail; bool by_us = false; };
+struct PeerRefused {
+  std::string peer;
+  RefuseReason reason{};
+  std::string detail;
+  bool by_us = false;
+};
 /// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
-struct Fatal { ErrorCode code{}; std::string message; };
+struct Fatal {
+  ErrorCode code{};
+  std::string message;
+};
 using Event = std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed,
                            NotAdmitted, PeerRefused, Fatal>;
 
@@ -65,8 +89,8 @@ struct MemberView {
   Announcement ann;
   MemberStatus status = MemberStatus::alive;
   std::uint64_t incarnation = 0;
-  Time last_heard{0};             ///< last message from this member itself (0: never directly)
-  std::string last_heard_via;     ///< who told us about it most recently
+  Time last_heard{0};          ///< last message from this member itself (0: never directly)
+  std::string last_heard_via;  ///< who told us about it most recently
 };
 struct Snapshot {
   bool joined = false;

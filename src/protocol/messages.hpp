@@ -14,11 +14,11 @@ inline constexpr char kMagic[] = "GRDZ";
 
 /// What a node says about itself when it joins; never changes for one process.
 struct Announcement {
-  std::string endpoint;           ///< advertised gossip endpoint "host:port": the member key
-  std::uint64_t node_id = 0;      ///< random per process start
-  std::uint64_t generation = 0;   ///< larger after a restart with the same endpoint
-  std::string host;               ///< advertised address (MASTER_ADDR candidate)
-  std::string hostname;           ///< for people
+  std::string endpoint;          ///< advertised gossip endpoint "host:port": the member key
+  std::uint64_t node_id = 0;     ///< random per process start
+  std::uint64_t generation = 0;  ///< larger after a restart with the same endpoint
+  std::string host;              ///< advertised address (MASTER_ADDR candidate)
+  std::string hostname;          ///< for people
   std::uint32_t nproc = 1;
   std::int32_t rank_hint = -1;    ///< -1: none
   std::uint16_t master_port = 0;  ///< port checked free on this node
@@ -99,7 +99,11 @@ struct QueryReply {
   std::vector<MemberRecord> members;
   std::vector<ViewClaim> views;
 };
-enum class RefuseReason : std::uint8_t { run_id_mismatch = 1, version_mismatch = 2, bad_message = 3 };
+enum class RefuseReason : std::uint8_t {
+  run_id_mismatch = 1,
+  version_mismatch = 2,
+  bad_message = 3
+};
 /// Sent instead of an answer to a peer of another run or version, so both sides can say so.
 struct Refuse {
   RefuseReason reason = RefuseReason::bad_message;
@@ -112,7 +116,7 @@ using Body = std::variant<Join, JoinReply, Ping, Ack, PingReq, Gossip, Query, Qu
 struct Envelope {
   std::uint16_t version = kProtocolVersion;
   std::string run_id;
-  std::string sender;                 ///< sender's endpoint (for a `members` client: its reply address)
+  std::string sender;  ///< sender's endpoint (for a `members` client: its reply address)
   std::uint64_t sender_generation = 0;
   Body body;
 };

@@ -1,0 +1,357 @@
+#include "agreement.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+
+#include "bitset.hpp"
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+constexpr std::size_t kMaxKeptViews = 32;  // held, committed and the newest few are all we use
+
+std::uint64_t fnv1a(std::uint64_t hash, const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+bool strictly_sorted(const std::vector<MemberKey>& members) {
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    if (!(members[i - 1] < members[i])) return false;
+  }
+  return true;
+}
+
+bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>& inner) {
+  return std::includes(outer.begin(), outer.end(), inner.begin(), inner.end());
+}
+
+}  // namespace
+
+std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  hash = fnv1a(hash, &round, sizeof round);
+  for (const auto& key : members) {
+    hash = fnv1a(hash, key.endpoint.data(), key.endpoint.size());
+    const char separator = 0;
+    hash = fnv1a(hash, &separator, 1);
+    hash = fnv1a(hash, &key.generation, sizeof key.generation);
+  }
+  return hash;
+}
+
+Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {}
+
+bool Agreement::merge(const ViewClaim& claim) {
+  if (claim.round != config_.round || claim.members.empty()) return false;
+  if (!strictly_sorted(claim.members)) return false;
+  if (view_digest(claim.round, claim.members) != claim.digest) return false;
+  const std::size_t size = claim.members.size();
+  ViewClaim incoming = claim;
+  bits::trim(incoming.proposed, size);
+  bits::trim(incoming.ready, size);
+  bits::trim(incoming.committed, size);
+  // A commit bit is only believable next to a full ready set (that is what it certifies).
+  if (!bits::full(incoming.ready, size)) incoming.committed = bits::empty(size);
+
+  const ViewId id{claim.attempt, claim.digest};
+  max_attempt_ = std::max(max_attempt_, claim.attempt);
+  auto [it, inserted] = views_.try_emplace(id);
+  if (inserted) {
+    it->second.claim = std::move(incoming);
+    return true;
+  }
+  ViewClaim& mine = it->second.claim;
+  bool grew = bits::merge(mine.proposed, incoming.proposed);
+  grew = bits::merge(mine.ready, incoming.ready) || grew;
+  grew = bits::merge(mine.committed, incoming.committed) || grew;
+  return grew;
+}
+
+std::optional<std::size_t> Agreement::my_index(const View& view) const {
+  const auto& members = view.claim.members;
+  auto it = std::lower_bound(members.begin(), members.end(), config_.self);
+  if (it == members.end() || !(*it == config_.self)) return std::nullopt;
+  return static_cast<std::size_t>(it - members.begin());
+}
+
+bool Agreement::valid(const View& view, const MemberTable& table) const {
+  const std::size_t size = view.claim.members.size();
+  if (size < config_.min_nodes || size > config_.max_nodes) return false;
+  if (!my_index(view)) return false;
+  for (const auto& key : view.claim.members) {
+    const Member* row = table.find(key.endpoint);
+    if (row == nullptr || row->ann.generation != key.generation) return false;
+    if (row->status == MemberStatus::dead) return false;
+  }
+  return true;
+}
+
+void Agreement::capture_announcements(View& view, const MemberTable& table) const {
+  for (const auto& key : view.claim.members) {
+    if (view.announcements.count(key)) continue;
+    const Member* row = table.find(key.endpoint);
+    if (row != nullptr && row->ann.generation == key.generation) view.announcements[key] = row->ann;
+  }
+}
+
+std::optional<std::vector<MemberKey>> Agreement::candidate(Time now, const MemberTable& table) {
+  std::vector<MemberKey> live;
+  for (const auto& [endpoint, row] : table.rows()) {
+    if (row.status != MemberStatus::dead) live.push_back(MemberKey{endpoint, row.ann.generation});
+  }
+  if (live.size() < config_.min_nodes) {
+    min_reached_at_.reset();
+    last_call_end_.reset();
+    return std::nullopt;
+  }
+  if (!min_reached_at_) min_reached_at_ = now;
+  if (live.size() < config_.max_nodes) {
+    // torchrun's last call: MIN is there, wait a little for more before closing the view.
+    last_call_end_ = *min_reached_at_ + config_.last_call;
+    if (now < *last_call_end_) return std::nullopt;
+  }
+  last_call_end_.reset();
+  std::sort(live.begin(), live.end());
+  if (live.size() > config_.max_nodes) live.resize(config_.max_nodes);
+  return live;
+}
+
+const Agreement::View* Agreement::highest() const {
+  return views_.empty() ? nullptr : &views_.rbegin()->second;
+}
+
+bool Agreement::release_if_dead() {
+  if (!ready_ || !held_) return false;
+  const View& held = views_.at(*held_);
+  for (auto it = views_.upper_bound(*held_); it != views_.end(); ++it) {
+    const ViewClaim& higher = it->second.claim;
+    for (std::size_t i = 0; i < higher.members.size(); ++i) {
+      if (!bits::get(higher.proposed, i)) continue;
+      const auto& members = held.claim.members;
+      if (std::binary_search(members.begin(), members.end(), higher.members[i])) {
+        // That member holds a higher view and, holding views in increasing order, will never
+        // be ready on ours: our view can never commit, so our lock on it protects nothing.
+        ready_ = false;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+ViewId Agreement::ensure_view(const std::vector<MemberKey>& members, const MemberTable& table) {
+  for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
+    if (held_ && !(*held_ < it->first)) break;
+    if (it->second.claim.members == members) return it->first;
+  }
+  ViewId id{max_attempt_ + 1, view_digest(config_.round, members)};
+  max_attempt_ = id.attempt;
+  View view;
+  view.claim.round = config_.round;
+  view.claim.attempt = id.attempt;
+  view.claim.digest = id.digest;
+  view.claim.members = members;
+  view.claim.proposed = bits::empty(members.size());
+  view.claim.ready = bits::empty(members.size());
+  view.claim.committed = bits::empty(members.size());
+  capture_announcements(view, table);
+  views_.emplace(id, std::move(view));
+  return id;
+}
+
+bool Agreement::choose_held(Time now, const MemberTable& table) {
+  if (ready_) return false;
+  const auto wanted = candidate(now, table);
+  const View* best = nullptr;
+  for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
+    if (valid(it->second, table)) {
+      best = &it->second;
+      break;
+    }
+  }
+  const bool wanted_has_me =
+      wanted && std::binary_search(wanted->begin(), wanted->end(), config_.self);
+  std::optional<ViewId> target;
+  if (wanted_has_me) {
+    if (best != nullptr && includes(best->claim.members, *wanted)) {
+      target = ViewId{best->claim.attempt, best->claim.digest};
+    } else {
+      target = ensure_view(*wanted, table);
+    }
+  } else if (best != nullptr) {
+    target = ViewId{best->claim.attempt, best->claim.digest};
+  }
+  if (!target || (held_ && *target == *held_)) return false;
+  if (held_ && *target < *held_) {
+    // Held views only go up: offer the same members again under a fresh, higher id.
+    auto members = views_.at(*target).claim.members;
+    target = ensure_view(members, table);
+    if (!(*held_ < *target)) return false;
+  }
+  return hold(*target);
+}
+
+bool Agreement::hold(const ViewId& id) {
+  held_ = id;
+  ready_ = false;
+  View& view = views_.at(id);
+  auto index = my_index(view);
+  assert(index.has_value());
+  bits::set(view.claim.proposed, *index);
+  return true;
+}
+
+bool Agreement::advance(const MemberTable& table) {
+  if (!held_) return false;
+  View& view = views_.at(*held_);
+  const std::size_t size = view.claim.members.size();
+  const std::size_t index = *my_index(view);
+  capture_announcements(view, table);
+  bool changed = false;
+  if (!ready_ && bits::full(view.claim.proposed, size) && valid(view, table)) {
+    ready_ = true;
+    bits::set(view.claim.ready, index);
+    changed = true;
+  }
+  if (ready_ && bits::full(view.claim.ready, size)) {
+    committed_ = held_;
+    bits::set(view.claim.committed, index);
+    changed = true;
+  }
+  return changed;
+}
+
+bool Agreement::adopt_commit(const MemberTable& table) {
+  for (auto& [id, view] : views_) {
+    if (!bits::any(view.claim.committed)) continue;
+    auto index = my_index(view);
+    if (!index) {
+      if (not_admitted_) return false;
+      not_admitted_ = true;
+      foreign_commit_ = view.claim;
+      return true;
+    }
+    // Every member was ready on this view, us included: we are locked on it already, or
+    // were and are about to hear the last bits. Adopting it cannot contradict anyone.
+    committed_ = id;
+    held_ = id;
+    ready_ = true;
+    bits::set(view.claim.ready, *index);
+    bits::set(view.claim.committed, *index);
+    capture_announcements(view, table);
+    return true;
+  }
+  return false;
+}
+
+bool Agreement::step(Time now, const MemberTable& table) {
+  if (committed_) {
+    capture_announcements(views_.at(*committed_), table);
+    return false;
+  }
+  if (not_admitted_) return false;
+  bool changed = adopt_commit(table);
+  if (committed_ || not_admitted_) return changed;
+  changed = release_if_dead() || changed;
+  changed = choose_held(now, table) || changed;
+  changed = advance(table) || changed;
+  // Views below the one we hold (or beyond the newest few) no longer decide anything here.
+  while (views_.size() > 1) {
+    auto lowest = views_.begin();
+    const bool below_held = held_ && lowest->first < *held_;
+    if (!below_held && views_.size() <= kMaxKeptViews) break;
+    if (committed_ && lowest->first == *committed_) break;
+    views_.erase(lowest);
+  }
+  return changed;
+}
+
+std::vector<ViewClaim> Agreement::claims_to_send() const {
+  std::vector<ViewClaim> claims;
+  if (committed_) {
+    claims.push_back(views_.at(*committed_).claim);
+    return claims;
+  }
+  if (held_) claims.push_back(views_.at(*held_).claim);
+  const View* top = highest();
+  if (top != nullptr && (!held_ || !(ViewId{top->claim.attempt, top->claim.digest} == *held_))) {
+    claims.push_back(top->claim);
+  }
+  return claims;
+}
+
+std::vector<Announcement> Agreement::committed_members() const {
+  std::vector<Announcement> members;
+  if (!committed_) return members;
+  for (const auto& [key, ann] : views_.at(*committed_).announcements) members.push_back(ann);
+  return members;
+}
+
+std::optional<ViewClaim> Agreement::committed_view() const {
+  if (!committed_) return std::nullopt;
+  return views_.at(*committed_).claim;
+}
+
+std::optional<ViewClaim> Agreement::held_view() const {
+  if (!held_) return std::nullopt;
+  return views_.at(*held_).claim;
+}
+
+bool Agreement::everyone_committed() const {
+  if (!committed_) return false;
+  const ViewClaim& claim = views_.at(*committed_).claim;
+  return bits::full(claim.committed, claim.members.size());
+}
+
+std::vector<std::string> Agreement::members_missing_commit() const {
+  std::vector<std::string> missing;
+  if (!committed_) return missing;
+  const ViewClaim& claim = views_.at(*committed_).claim;
+  for (std::size_t i = 0; i < claim.members.size(); ++i) {
+    if (!bits::get(claim.committed, i)) missing.push_back(claim.members[i].endpoint);
+  }
+  return missing;
+}
+
+std::optional<Time> Agreement::next_deadline() const {
+  if (committed_ || not_admitted_) return std::nullopt;
+  return last_call_end_;
+}
+
+void Agreement::check_invariants() const {
+  auto fail = [](const char* what) {
+    (void)what;
+    assert(false && what);
+    std::abort();
+  };
+  for (const auto& [id, view] : views_) {
+    const std::size_t size = view.claim.members.size();
+    if (view.claim.proposed.size() != bits::bytes_for(size) ||
+        view.claim.ready.size() != bits::bytes_for(size) ||
+        view.claim.committed.size() != bits::bytes_for(size)) {
+      fail("seen-by set size does not match the view");
+    }
+    if (bits::any(view.claim.committed) && !bits::full(view.claim.ready, size)) {
+      fail("a commit bit without a full ready set");
+    }
+  }
+  if (ready_ && !held_) fail("ready without a held view");
+  if (held_) {
+    if (!views_.count(*held_)) fail("held view was pruned");
+    const View& view = views_.at(*held_);
+    auto index = my_index(view);
+    if (!index) fail("holding a view without us in it");
+    if (!bits::get(view.claim.proposed, *index)) fail("holding a view without our proposed bit");
+    if (ready_ && !bits::get(view.claim.ready, *index)) fail("ready without our ready bit");
+    if (held_->attempt > max_attempt_) fail("held attempt above the highest attempt seen");
+  }
+  if (committed_ && !(held_ && *held_ == *committed_)) fail("committed view is not the held view");
+}
+
+}  // namespace gossip_rdzv::protocol

@@ -1,0 +1,108 @@
+// Agreement on one view per round without a coordinator. docs/protocol.md has the argument;
+// in short, each node holds at most one view at a time and views are totally ordered by
+// (attempt, digest):
+//
+//   proposed(V) bit of m: m held V.          ready(V) bit of m: m saw proposed(V) full.
+//   committed(V) bit of m: m saw ready(V) full, so V is the round's outcome.
+//
+//   1. A node's held view only ever increases in that order.
+//   2. A ready node keeps its view until the view is provably dead: some member of it holds a
+//      higher view (by 1 it will never hold this one again, so ready(V) can never fill).
+//   3. Bits are set only by their owner and merge by union, so a copy can be stale but never
+//      wrong; a full ready(V) therefore means every member is locked on V for good.
+//   4. Learning of a committed view adopts it (a member) or ends the round (not admitted).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core.hpp"
+#include "member_table.hpp"
+#include "messages.hpp"
+
+namespace gossip_rdzv::protocol {
+
+struct ViewId {
+  std::uint64_t attempt = 0;
+  std::uint64_t digest = 0;
+  auto operator<=>(const ViewId&) const = default;
+};
+
+/// Digest of a round's member list (FNV-1a 64): names a view on every node alike.
+std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members);
+
+struct AgreementConfig {
+  MemberKey self;
+  std::uint32_t round = 0;
+  std::uint32_t min_nodes = 1;
+  std::uint32_t max_nodes = 1;
+  Time last_call{0};
+};
+
+class Agreement {
+ public:
+  explicit Agreement(AgreementConfig config);
+
+  /// Merges a peer's claim. Returns true when it taught us something (new view or new bits).
+  /// Claims for another round, or inconsistent ones (digest does not match the members), are
+  /// ignored.
+  bool merge(const ViewClaim& claim);
+
+  /// Re-evaluates what to hold, readiness and commit against the membership table.
+  /// Returns true when our own bits or held view changed.
+  bool step(Time now, const MemberTable& table);
+
+  /// The views worth telling a peer about: held, highest known, committed.
+  std::vector<ViewClaim> claims_to_send() const;
+
+  bool committed() const { return committed_.has_value(); }
+  bool not_admitted() const { return not_admitted_; }
+  /// Committed view's members' announcements (valid once committed()).
+  std::vector<Announcement> committed_members() const;
+  std::optional<ViewClaim> committed_view() const;
+  std::optional<ViewClaim> held_view() const;
+  /// The committed view that does not include us (when not_admitted()).
+  std::optional<ViewClaim> foreign_commit() const { return foreign_commit_; }
+  /// Every member of the committed view is known to have committed.
+  bool everyone_committed() const;
+  /// Members of the committed view not yet known to have committed.
+  std::vector<std::string> members_missing_commit() const;
+  /// When a view can next be formed (the end of the last call), if waiting for it.
+  std::optional<Time> next_deadline() const;
+
+  void check_invariants() const;
+
+ private:
+  struct View {
+    ViewClaim claim;
+    std::map<MemberKey, Announcement> announcements;  ///< captured while valid
+  };
+
+  bool valid(const View& view, const MemberTable& table) const;
+  std::optional<std::vector<MemberKey>> candidate(Time now, const MemberTable& table);
+  bool release_if_dead();
+  bool choose_held(Time now, const MemberTable& table);
+  bool hold(const ViewId& id);
+  ViewId ensure_view(const std::vector<MemberKey>& members, const MemberTable& table);
+  bool advance(const MemberTable& table);
+  bool adopt_commit(const MemberTable& table);
+  void capture_announcements(View& view, const MemberTable& table) const;
+  std::optional<std::size_t> my_index(const View& view) const;
+  const View* highest() const;
+
+  AgreementConfig config_;
+  std::map<ViewId, View> views_;
+  std::optional<ViewId> held_;
+  bool ready_ = false;
+  std::optional<ViewId> committed_;
+  bool not_admitted_ = false;
+  std::optional<ViewClaim> foreign_commit_;
+  std::uint64_t max_attempt_ = 0;
+  std::optional<Time> min_reached_at_;  ///< when MIN live members were first seen (last call)
+  std::optional<Time> last_call_end_;
+};
+
+}  // namespace gossip_rdzv::protocol

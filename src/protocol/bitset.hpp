@@ -1,0 +1,66 @@
+// Seen-by sets of a view: bit i stands for the view's members[i]. They only ever grow (merge
+// is a union), which is what makes stale copies harmless: a bit is set only by its owner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gossip_rdzv::protocol::bits {
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline std::size_t bytes_for(std::size_t members) {
+  return (members + 7) / 8;
+}
+
+inline Bytes empty(std::size_t members) {
+  return Bytes(bytes_for(members), 0);
+}
+
+inline bool get(const Bytes& set, std::size_t index) {
+  return index / 8 < set.size() && ((set[index / 8] >> (index % 8)) & 1u) != 0;
+}
+
+inline void set(Bytes& set, std::size_t index) {
+  if (index / 8 < set.size())
+    set[index / 8] = static_cast<std::uint8_t>(set[index / 8] | (1u << (index % 8)));
+}
+
+/// ORs `other` into `into`; returns true if `into` gained a bit. Sizes must match (the codec
+/// rejects claims whose set sizes do not fit their member count).
+inline bool merge(Bytes& into, const Bytes& other) {
+  bool grew = false;
+  for (std::size_t i = 0; i < into.size() && i < other.size(); ++i) {
+    const auto merged = static_cast<std::uint8_t>(into[i] | other[i]);
+    grew = grew || merged != into[i];
+    into[i] = merged;
+  }
+  return grew;
+}
+
+/// Clears bits past `members` in the last byte, so a peer cannot make a set look full.
+inline void trim(Bytes& set, std::size_t members) {
+  set.resize(bytes_for(members), 0);
+  if (members % 8 != 0 && !set.empty()) {
+    set.back() = static_cast<std::uint8_t>(set.back() & ((1u << (members % 8)) - 1u));
+  }
+}
+
+inline std::size_t count(const Bytes& set) {
+  std::size_t total = 0;
+  for (auto byte : set) total += static_cast<std::size_t>(__builtin_popcount(byte));
+  return total;
+}
+
+inline bool full(const Bytes& set, std::size_t members) {
+  return count(set) == members;
+}
+
+inline bool any(const Bytes& set) {
+  for (auto byte : set)
+    if (byte != 0) return true;
+  return false;
+}
+
+}  // namespace gossip_rdzv::protocol::bits

@@ -1,0 +1,334 @@
+// The protocol core driven in memory: no sockets, no sleeps, virtual time only.
+#include "protocol/core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "mini_net.hpp"
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+using testing::MiniNet;
+using testing::NodeOptions;
+
+bool all_committed(MiniNet& net, const std::vector<int>& ids) {
+  for (int i : ids) {
+    if (!net.committed(i)) return false;
+  }
+  return true;
+}
+
+// Every node of `ids` committed the same assignment, ranks form a permutation.
+void expect_consistent(MiniNet& net, const std::vector<int>& ids) {
+  auto first = net.committed(ids.front());
+  ASSERT_TRUE(first);
+  std::set<std::uint32_t> node_ranks;
+  for (int i : ids) {
+    auto a = net.committed(i);
+    ASSERT_TRUE(a) << "node " << i << " did not commit";
+    EXPECT_EQ(a->world_size, first->world_size);
+    EXPECT_EQ(a->master_addr, first->master_addr);
+    EXPECT_EQ(a->master_port, first->master_port);
+    ASSERT_EQ(a->nodes.size(), first->nodes.size());
+    for (std::size_t n = 0; n < a->nodes.size(); ++n) {
+      EXPECT_EQ(a->nodes[n].endpoint, first->nodes[n].endpoint);
+      EXPECT_EQ(a->nodes[n].rank_offset, first->nodes[n].rank_offset);
+    }
+    EXPECT_EQ(a->me().endpoint, MiniNet::endpoint(i));
+    node_ranks.insert(a->my_node_rank);
+  }
+  EXPECT_EQ(node_ranks.size(), ids.size());
+}
+
+std::vector<int> range(int from, int to) {
+  std::vector<int> ids;
+  for (int i = from; i <= to; ++i) ids.push_back(i);
+  return ids;
+}
+
+TEST(Core, SingleNodeThatIsItsOwnSeedCommitsAlone) {
+  MiniNet net(1, 1);
+  net.add(1);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, {1}); }));
+  EXPECT_EQ(net.committed(1)->world_size, 1u);
+  EXPECT_NE(net.find_event<JoinedCluster>(1), nullptr);
+}
+
+TEST(Core, FourNodesJoinThroughOneSeedAndAgree) {
+  MiniNet net(4, 4);
+  for (int i = 1; i <= 4; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 4)); }));
+  expect_consistent(net, range(1, 4));
+  // Healthy loopback-like network: a handful of round trips, far below a gossip period.
+  EXPECT_LT(net.now(), std::chrono::milliseconds(100));
+}
+
+TEST(Core, NodesOnlyKnowingTheSeedLearnEachOtherByGossip) {
+  MiniNet net(8, 8);
+  for (int i = 1; i <= 8; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 8)); }));
+  for (int i = 1; i <= 8; ++i) {
+    EXPECT_EQ(net.node(i)->snapshot().members.size(), 8u) << "node " << i;
+  }
+}
+
+TEST(Core, CommittedNodesBecomeDoneOnceEveryoneKnows) {
+  MiniNet net(4, 4);
+  for (int i = 1; i <= 4; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] {
+    for (int i = 1; i <= 4; ++i)
+      if (!net.node(i)->done()) return false;
+    return true;
+  }));
+  // Well before the commit grace: done came from everyone's commit bits.
+  EXPECT_LT(net.now(), std::chrono::milliseconds(500));
+}
+
+TEST(Core, AgreesUnderThirtyPercentLoss) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    MiniNet net(6, 6, seed);
+    net.loss = 0.3;
+    for (int i = 1; i <= 6; ++i) net.add(i);
+    ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 6)); }, std::chrono::seconds(120)))
+        << "seed " << seed;
+    expect_consistent(net, range(1, 6));
+  }
+}
+
+TEST(Core, MixedNprocGivesOffsetsAndWorldSize) {
+  MiniNet net(3, 3);
+  net.add(1, {.nproc = 2});
+  net.add(2, {.nproc = 3});
+  net.add(3, {.nproc = 1});
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  auto a = *net.committed(2);
+  EXPECT_EQ(a.world_size, 6u);
+  std::uint32_t offset = 0;
+  for (const auto& node : a.nodes) {
+    EXPECT_EQ(node.rank_offset, offset);
+    offset += node.nproc;
+  }
+}
+
+TEST(Core, RankHintsAreHonoured) {
+  MiniNet net(3, 3);
+  net.add(1, {.rank_hint = 2});
+  net.add(2, {.rank_hint = 0});
+  net.add(3);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  EXPECT_EQ(net.committed(1)->my_node_rank, 2u);
+  EXPECT_EQ(net.committed(2)->my_node_rank, 0u);
+  EXPECT_EQ(net.committed(3)->my_node_rank, 1u);
+  EXPECT_EQ(net.committed(3)->master_addr, "10.0.0.2");
+}
+
+TEST(Core, ConflictingRankHintsFailOnEveryNodeNamingBoth) {
+  MiniNet net(3, 3);
+  net.add(1, {.rank_hint = 1});
+  net.add(2, {.rank_hint = 1});
+  net.add(3);
+  ASSERT_TRUE(net.run([&] {
+    for (int i = 1; i <= 3; ++i)
+      if (!net.find_event<Fatal>(i)) return false;
+    return true;
+  }));
+  for (int i = 1; i <= 3; ++i) {
+    const Fatal* fatal = net.find_event<Fatal>(i);
+    EXPECT_EQ(fatal->code, ErrorCode::rank_conflict);
+    EXPECT_NE(fatal->message.find("node1"), std::string::npos) << fatal->message;
+    EXPECT_NE(fatal->message.find("node2"), std::string::npos) << fatal->message;
+  }
+}
+
+TEST(Core, MinMaxWaitsForTheLastCallThenClosesWithEveryoneThere) {
+  MiniNet net(2, 4);
+  net.last_call = std::chrono::milliseconds(1000);
+  net.add(1);
+  net.add(2);
+  net.add(3);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  EXPECT_GE(net.now(), std::chrono::milliseconds(1000));  // the last call was honoured
+  expect_consistent(net, range(1, 3));
+  EXPECT_EQ(net.committed(1)->nnodes(), 3u);
+}
+
+TEST(Core, MinMaxClosesAtOnceWhenMaxArrive) {
+  MiniNet net(2, 3);
+  net.last_call = std::chrono::seconds(30);
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  EXPECT_LT(net.now(), std::chrono::seconds(1));
+}
+
+TEST(Core, JoinerAtTheEndOfTheLastCallIsAdmittedOrToldConsistently) {
+  for (int delay_ms = 990; delay_ms <= 1030; delay_ms += 5) {
+    MiniNet net(2, 4);
+    net.last_call = std::chrono::milliseconds(1000);
+    net.add(1);
+    net.add(2);
+    net.run([] { return false; }, std::chrono::milliseconds(delay_ms));
+    net.add(3);
+    ASSERT_TRUE(net.run([&] {
+      return all_committed(net, {1, 2}) && (net.committed(3) || net.find_event<NotAdmitted>(3));
+    }));
+    if (net.committed(3)) {
+      expect_consistent(net, range(1, 3));
+    } else {
+      expect_consistent(net, {1, 2});
+      EXPECT_EQ(net.committed(1)->nnodes(), 2u) << "delay " << delay_ms;
+    }
+  }
+}
+
+TEST(Core, MoreNodesThanMaxCommitExactlyOneViewAndTheExtraIsNotAdmitted) {
+  MiniNet net(4, 4);
+  for (int i = 1; i <= 5; ++i) net.add(i);
+  int admitted_count = 0, refused_count = 0;
+  ASSERT_TRUE(net.run([&] {
+    admitted_count = refused_count = 0;
+    for (int i = 1; i <= 5; ++i) {
+      if (net.committed(i)) ++admitted_count;
+      if (net.find_event<NotAdmitted>(i)) ++refused_count;
+    }
+    return admitted_count + refused_count == 5;
+  }));
+  EXPECT_EQ(admitted_count, 4);
+  EXPECT_EQ(refused_count, 1);
+  std::vector<int> admitted;
+  for (int i = 1; i <= 5; ++i)
+    if (net.committed(i)) admitted.push_back(i);
+  expect_consistent(net, admitted);
+}
+
+TEST(Core, NodeRestartingMidRoundIsAgreedWithItsNewProcess) {
+  MiniNet net(3, 3);
+  net.add(1);
+  net.add(2);
+  net.run([] { return false; }, std::chrono::milliseconds(2));
+  net.add(3);
+  // Crash node 3 as soon as it announced itself, then bring it back (same endpoint).
+  net.run([&] { return net.node(1)->snapshot().members.size() == 3; });
+  net.crash(3);
+  net.events(3).clear();
+  net.add(3, {.generation = 2});
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  expect_consistent(net, range(1, 3));
+  EXPECT_EQ(net.committed(1)->nodes[net.committed(3)->my_node_rank].generation, 2u);
+}
+
+TEST(Core, WronglySuspectedMemberComesBackAndAgreementHolds) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  net.cut(1, 3);
+  net.cut(2, 3);
+  net.run([] { return false; }, std::chrono::milliseconds(400));  // past probe + timeout
+  net.heal();
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  expect_consistent(net, range(1, 3));
+}
+
+TEST(Core, SeedKilledAfterBootstrapDoesNotBlockTheOthers) {
+  MiniNet net(4, 4);
+  net.seed = MiniNet::endpoint(9);
+  net.add(9, {.seed_only = true});
+  for (int i = 1; i <= 4; ++i) net.add(i);
+  net.run([&] {
+    for (int i = 1; i <= 4; ++i)
+      if (!net.node(i)->joined()) return false;
+    return true;
+  });
+  net.crash(9);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 4)); }));
+  expect_consistent(net, range(1, 4));
+}
+
+TEST(Core, DedicatedSeedAnswersWithABoundedSample) {
+  MiniNet net(40, 40);
+  net.seed = MiniNet::endpoint(99);
+  net.add(99, {.seed_only = true});
+  std::size_t largest_reply = 0;
+  net.on_deliver = [&](const std::string&, const Envelope& env) {
+    if (auto* reply = std::get_if<JoinReply>(&env.body))
+      largest_reply = std::max(largest_reply, reply->sample.size());
+  };
+  for (int i = 1; i <= 40; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 40)); }));
+  EXPECT_LE(largest_reply, Timing::local().join_sample_size);
+  expect_consistent(net, range(1, 40));
+}
+
+TEST(Core, PeerOfAnotherRunIsRefusedAndToldWhy) {
+  MiniNet net(2, 2);
+  net.add(1);
+  net.add(2, {.run_id = "other"});
+  ASSERT_TRUE(net.run([&] { return net.find_event<PeerRefused>(2) != nullptr; }));
+  const PeerRefused* told = net.find_event<PeerRefused>(2);
+  EXPECT_FALSE(told->by_us);
+  EXPECT_EQ(told->reason, RefuseReason::run_id_mismatch);
+  EXPECT_NE(told->detail.find("'run'"), std::string::npos) << told->detail;
+  const PeerRefused* refused = net.find_event<PeerRefused>(1);
+  ASSERT_NE(refused, nullptr);
+  EXPECT_TRUE(refused->by_us);
+  EXPECT_FALSE(net.committed(1));
+}
+
+TEST(Core, PeerOfAnotherVersionIsRefused) {
+  MiniNet net(2, 2);
+  Core& core = net.add(1);
+  core.on_version_mismatch(net.now(), "10.0.0.7:29400", 99);
+  auto out = core.poll_send();
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->to, "10.0.0.7:29400");
+  auto* refuse = std::get_if<Refuse>(&out->msg.body);
+  ASSERT_NE(refuse, nullptr);
+  EXPECT_EQ(refuse->reason, RefuseReason::version_mismatch);
+  EXPECT_NE(refuse->detail.find("99"), std::string::npos);
+}
+
+TEST(Core, DifferentNnodesIsAFatalUsageError) {
+  MiniNet net(2, 2);
+  net.add(1);
+  net.add(2, {.min_nodes = 3, .max_nodes = 3});
+  ASSERT_TRUE(net.run([&] { return net.find_event<Fatal>(1) != nullptr; }));
+  EXPECT_EQ(net.find_event<Fatal>(1)->code, ErrorCode::usage);
+  EXPECT_NE(net.find_event<Fatal>(1)->message.find("--nnodes"), std::string::npos);
+}
+
+TEST(Core, ForgedClaimsCannotForceACommit) {
+  MiniNet net(3, 3);
+  net.add(1);
+  net.add(2);
+  net.run([&] { return net.node(1)->snapshot().members.size() == 2; });
+  // A claim with all bits set but a digest that does not match its members is ignored.
+  ViewClaim forged;
+  forged.round = 0;
+  forged.attempt = 99;
+  forged.members = {{MiniNet::endpoint(1), 1}, {MiniNet::endpoint(2), 1}, {"10.9.9.9:1", 1}};
+  forged.digest = 12345;
+  forged.proposed = forged.ready = forged.committed = {0xff};
+  Envelope env;
+  env.run_id = "run";
+  env.sender = MiniNet::endpoint(2);
+  env.sender_generation = 1;
+  env.body = Gossip{false, {}, {forged}};
+  net.inject(MiniNet::endpoint(1), env);
+  net.run([] { return false; }, std::chrono::milliseconds(200));
+  EXPECT_FALSE(net.committed(1));
+  EXPECT_EQ(net.find_event<NotAdmitted>(1), nullptr);
+}
+
+TEST(Core, IsDeterministicForAGivenSeed) {
+  auto run_once = [] {
+    MiniNet net(5, 5, 42);
+    net.loss = 0.2;
+    for (int i = 1; i <= 5; ++i) net.add(i);
+    net.run([&] { return all_committed(net, range(1, 5)); });
+    return std::make_pair(net.now(), net.committed(3)->my_node_rank);
+  };
+  EXPECT_EQ(run_once(), run_once());
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::protocol
