@@ -64,12 +64,14 @@ bool Agreement::merge(const ViewClaim& claim) {
   auto [it, inserted] = views_.try_emplace(id);
   if (inserted) {
     it->second.claim = std::move(incoming);
+    dirty_ = true;
     return true;
   }
   ViewClaim& mine = it->second.claim;
   bool grew = bits::merge(mine.proposed, incoming.proposed);
   grew = bits::merge(mine.ready, incoming.ready) || grew;
   grew = bits::merge(mine.committed, incoming.committed) || grew;
+  dirty_ = dirty_ || grew;
   return grew;
 }
 
@@ -81,6 +83,9 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
 }
 
 bool Agreement::valid(const View& view, const MemberTable& table) const {
+  if (view.valid_at_version == table.version()) return view.valid_cached;
+  view.valid_at_version = table.version();
+  view.valid_cached = false;
   const std::size_t size = view.claim.members.size();
   if (size < config_.min_nodes || size > config_.max_nodes) return false;
   if (!my_index(view)) return false;
@@ -89,6 +94,7 @@ bool Agreement::valid(const View& view, const MemberTable& table) const {
     if (row == nullptr || row->ann.generation != key.generation) return false;
     if (row->status == MemberStatus::dead) return false;
   }
+  view.valid_cached = true;
   return true;
 }
 
@@ -101,10 +107,14 @@ void Agreement::capture_announcements(View& view, const MemberTable& table) cons
 }
 
 std::optional<std::vector<MemberKey>> Agreement::candidate(Time now, const MemberTable& table) {
-  std::vector<MemberKey> live;
-  for (const auto& [endpoint, row] : table.rows()) {
-    if (row.status != MemberStatus::dead) live.push_back(MemberKey{endpoint, row.ann.generation});
+  if (seen_table_version_ != table.version()) {
+    seen_table_version_ = table.version();
+    live_.clear();
+    for (const auto& [endpoint, row] : table.rows()) {  // rows are sorted by endpoint
+      if (row.status != MemberStatus::dead) live_.push_back(MemberKey{endpoint, row.ann.generation});
+    }
   }
+  std::vector<MemberKey> live = live_;
   if (live.size() < config_.min_nodes) {
     min_reached_at_.reset();
     last_call_end_.reset();
@@ -117,7 +127,6 @@ std::optional<std::vector<MemberKey>> Agreement::candidate(Time now, const Membe
     if (now < *last_call_end_) return std::nullopt;
   }
   last_call_end_.reset();
-  std::sort(live.begin(), live.end());
   if (live.size() > config_.max_nodes) live.resize(config_.max_nodes);
   return live;
 }
@@ -256,6 +265,10 @@ bool Agreement::step(Time now, const MemberTable& table) {
     return false;
   }
   if (not_admitted_) return false;
+  const bool deadline_passed = last_call_end_ && now >= *last_call_end_;
+  if (!dirty_ && stepped_version_ == table.version() && !deadline_passed) return false;
+  dirty_ = false;
+  stepped_version_ = table.version();
   bool changed = adopt_commit(table);
   if (committed_ || not_admitted_) return changed;
   changed = release_if_dead() || changed;

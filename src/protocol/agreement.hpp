@@ -79,6 +79,8 @@ class Agreement {
   struct View {
     ViewClaim claim;
     std::map<MemberKey, Announcement> announcements;  ///< captured while valid
+    mutable std::uint64_t valid_at_version = UINT64_MAX;  ///< cache of valid() per table version
+    mutable bool valid_cached = false;
   };
 
   bool valid(const View& view, const MemberTable& table) const;
@@ -103,6 +105,12 @@ class Agreement {
   std::uint64_t max_attempt_ = 0;
   std::optional<Time> min_reached_at_;  ///< when MIN live members were first seen (last call)
   std::optional<Time> last_call_end_;
+  // step() does real work only when something changed: new bits, a membership change, or
+  // the end of the last call. Keeps a simulated 10k-node cluster affordable.
+  bool dirty_ = true;
+  std::uint64_t seen_table_version_ = UINT64_MAX;
+  std::uint64_t stepped_version_ = UINT64_MAX;
+  std::vector<MemberKey> live_;  ///< non-dead members, sorted, for seen_table_version_
 };
 
 }  // namespace gossip_rdzv::protocol
