@@ -1,0 +1,102 @@
+#include "output/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "gossip_rdzv/error.hpp"
+
+namespace gossip_rdzv::output {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Context {
+  const std::string& path;
+  std::string_view what;
+  std::string_view option;
+};
+
+[[noreturn]] void fail(const Context& ctx, const std::string& step, int err) {
+  throw Error(ErrorCode::io_error, "cannot write " + std::string(ctx.what) + " '" + ctx.path +
+                                       "': " + step + ": " + std::strerror(err) +
+                                       "; make sure the directory exists (or can be created) " +
+                                       "and is writable by this user, or choose another " +
+                                       std::string(ctx.option) + " path");
+}
+
+// Unique within the process (counter) and across processes (pid); O_EXCL guards the rest.
+std::string temp_name(const fs::path& target) {
+  static std::atomic<unsigned> counter{0};
+  fs::path tmp = target;
+  tmp.replace_filename("." + target.filename().string() + ".tmp." + std::to_string(getpid()) + "." +
+                       std::to_string(counter.fetch_add(1)));
+  return tmp.string();
+}
+
+void write_all(const Context& ctx, int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(ctx, "writing", errno);
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// Writes and fsyncs the temporary file; on error removes it before throwing.
+void write_temp(const Context& ctx, const std::string& tmp, std::string_view contents) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(ctx, "creating a temporary file in its directory", errno);
+  try {
+    write_all(ctx, fd, contents);
+    if (::fsync(fd) != 0) fail(ctx, "flushing to disk", errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(ctx, "closing", err);
+  }
+}
+
+// Makes the rename itself durable; a failure here loses nothing already visible, so it is
+// ignored (some file systems refuse to fsync directories).
+void sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view contents,
+                           std::string_view what, std::string_view option) {
+  const Context ctx{path, what, option};
+  const fs::path target(path);
+  if (path.empty() || !target.has_filename()) fail(ctx, "not a file name", EINVAL);
+  const fs::path dir = target.parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail(ctx, "creating directory '" + dir.string() + "'", ec.value());
+  }
+  const std::string tmp = temp_name(target);
+  write_temp(ctx, tmp, contents);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(ctx, "renaming the temporary file into place", err);
+  }
+  sync_directory(dir);
+}
+
+}  // namespace gossip_rdzv::output

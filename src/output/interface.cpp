@@ -1,0 +1,72 @@
+#include "output/interface.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <memory>
+
+namespace gossip_rdzv::output {
+namespace {
+
+struct ParsedAddress {
+  int family = AF_UNSPEC;
+  in_addr v4{};
+  in6_addr v6{};
+  std::string zone;  ///< IPv6 zone ("eth0" of "fe80::1%eth0"), empty if none
+};
+
+std::optional<ParsedAddress> parse(std::string text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  ParsedAddress out;
+  if (inet_pton(AF_INET, text.c_str(), &out.v4) == 1) {
+    out.family = AF_INET;
+    return out;
+  }
+  if (const auto percent = text.find('%'); percent != std::string::npos) {
+    out.zone = text.substr(percent + 1);
+    text.resize(percent);
+  }
+  if (inet_pton(AF_INET6, text.c_str(), &out.v6) == 1) {
+    out.family = AF_INET6;
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool matches(const ParsedAddress& want, const ifaddrs& entry) {
+  const sockaddr* sa = entry.ifa_addr;
+  if (sa == nullptr || sa->sa_family != want.family) return false;
+  if (want.family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(sa);
+    return std::memcmp(&v4->sin_addr, &want.v4, sizeof want.v4) == 0;
+  }
+  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(sa);
+  if (std::memcmp(&v6->sin6_addr, &want.v6, sizeof want.v6) != 0) return false;
+  // A link-local address can sit on several interfaces; a zone picks one of them.
+  return want.zone.empty() || want.zone == entry.ifa_name;
+}
+
+}  // namespace
+
+std::optional<std::string> interface_for_address(const std::string& ip) {
+  const std::optional<ParsedAddress> want = parse(ip);
+  if (!want) return std::nullopt;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (matches(*want, *entry)) return std::string(entry->ifa_name);
+  }
+  return std::nullopt;
+}
+
+bool is_local_address(const std::string& ip) {
+  return interface_for_address(ip).has_value();
+}
+
+}  // namespace gossip_rdzv::output

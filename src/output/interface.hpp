@@ -1,0 +1,20 @@
+// Which local network interface holds an address: GLOO_SOCKET_IFNAME for the advertised
+// address, and a check that an address given by the user is really this machine's.
+// Not pure: reads the interface table (getifaddrs) on every call.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gossip_rdzv::output {
+
+/// The name of the local interface holding the IPv4 or IPv6 address `ip` ("lo" for
+/// 127.0.0.1, "eth0", ...). `ip` may be bracketed ("[::1]") and may carry a zone
+/// ("fe80::1%eth0"). Returns nullopt when `ip` is not an address literal (a host name, ""),
+/// is not held by any interface (including 0.0.0.0 and ::), or the table cannot be read.
+std::optional<std::string> interface_for_address(const std::string& ip);
+
+/// interface_for_address(ip).has_value().
+bool is_local_address(const std::string& ip);
+
+}  // namespace gossip_rdzv::output

@@ -1,0 +1,56 @@
+#include "output/interface.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <optional>
+#include <string>
+
+namespace gossip_rdzv {
+namespace {
+
+TEST(Interface, LoopbackIsLo) {
+  EXPECT_EQ(output::interface_for_address("127.0.0.1"), std::optional<std::string>("lo"));
+  EXPECT_TRUE(output::is_local_address("127.0.0.1"));
+}
+
+TEST(Interface, NotLocalOrNotAnAddress) {
+  EXPECT_FALSE(output::interface_for_address("0.0.0.0").has_value());
+  EXPECT_FALSE(output::interface_for_address("192.0.2.123").has_value());  // TEST-NET-1
+  EXPECT_FALSE(output::interface_for_address("localhost").has_value());
+  EXPECT_FALSE(output::interface_for_address("").has_value());
+  EXPECT_FALSE(output::interface_for_address("[").has_value());
+  EXPECT_FALSE(output::is_local_address("999.1.1.1"));
+}
+
+TEST(Interface, Ipv6LoopbackWhenConfigured) {
+  // Containers often run without IPv6; only check the answer when ::1 exists at all.
+  const auto v6 = output::interface_for_address("::1");
+  if (!v6) GTEST_SKIP() << "no ::1 on this machine";
+  EXPECT_EQ(*v6, "lo");
+  EXPECT_EQ(output::interface_for_address("[::1]"), v6);
+}
+
+// Every IPv4 address the machine holds maps back to an interface that holds it.
+TEST(Interface, EveryLocalIpv4AddressIsFound) {
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(getifaddrs(&list), 0);
+  int checked = 0;
+  for (const ifaddrs* e = list; e != nullptr; e = e->ifa_next) {
+    if (e->ifa_addr == nullptr || e->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* sin = reinterpret_cast<const sockaddr_in*>(e->ifa_addr);
+    ASSERT_NE(inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text), nullptr);
+    const auto found = output::interface_for_address(text);
+    ASSERT_TRUE(found.has_value()) << text;
+    EXPECT_TRUE(output::is_local_address(text));
+    ++checked;
+  }
+  freeifaddrs(list);
+  EXPECT_GE(checked, 1);  // at least lo
+}
+
+}  // namespace
+}  // namespace gossip_rdzv
