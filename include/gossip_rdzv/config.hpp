@@ -33,6 +33,9 @@ struct Timing {
       8;  ///< members a seed returns per join (bounded: not the whole table)
   milliseconds join_backoff_initial{100};  ///< first retry of a join; doubles with jitter...
   milliseconds join_backoff_max{5000};     ///< ... up to this cap
+  milliseconds dead_gossip_window{30000};  ///< keep gossiping to members declared dead this long
+                                           ///< (memberlist's GossipToTheDeadTime), so a wrongly
+                                           ///< buried member hears it and refutes
   milliseconds commit_grace{5000};         ///< after committing, serve peers at most this long
 
   static Timing lan();

@@ -286,7 +286,7 @@ struct Core::Impl {
 
   void tick_suspicions(Time now) {
     for (const auto& endpoint : table.expired_suspects(now)) {
-      if (!table.declare_dead(endpoint)) continue;
+      if (!table.declare_dead(endpoint, now)) continue;
       const Member* row = table.find(endpoint);
       table.enqueue(endpoint, retransmits());
       dirty = true;
@@ -331,6 +331,7 @@ struct Core::Impl {
     if (now >= next_gossip_at) {
       next_gossip_at = now + as_time(config.timing.gossip_interval);
       push_gossip(config.timing.gossip_fanout);
+      gossip_to_the_dead(now);
       last_push_at = now;
       dirty = false;
     }
@@ -352,6 +353,18 @@ struct Core::Impl {
         send(peers.front(), std::move(gossip));
       }
     }
+  }
+
+  // A member buried by mistake (a partition longer than the suspicion timeout) only refutes
+  // once it hears the rumour, and nobody talks to the dead: keep telling one for a while.
+  void gossip_to_the_dead(Time now) {
+    auto buried = table.sample_recently_dead(prng, now - as_time(config.timing.dead_gossip_window));
+    if (!buried) return;
+    Gossip gossip;
+    gossip.updates = table.take_piggyback(config.timing.max_piggyback);
+    if (const Member* row = table.find(*buried)) gossip.updates.push_back(table.record(*row));
+    gossip.views = views();
+    send(*buried, std::move(gossip));
   }
 
   void tick_relays(Time now) {

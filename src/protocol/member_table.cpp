@@ -28,11 +28,11 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
     rows_.emplace(endpoint, std::move(row));
     ++version_;
     track_liveness(endpoint, rumour.status != MemberStatus::dead);
-    (void)now;
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
   MemberChange change = apply(it->second, rumour, suspicion_deadline);
   if (change != MemberChange::none) it->second.last_heard_via = via;
+  if (change == MemberChange::died) recent_deaths_.push_back(Death{endpoint, now});
   return change;
 }
 
@@ -94,13 +94,23 @@ bool MemberTable::suspect(const std::string& endpoint, Time deadline) {
   return true;
 }
 
-bool MemberTable::declare_dead(const std::string& endpoint) {
+bool MemberTable::declare_dead(const std::string& endpoint, Time now) {
   auto it = rows_.find(endpoint);
   if (it == rows_.end() || it->second.status == MemberStatus::dead) return false;
   it->second.status = MemberStatus::dead;
   ++version_;
   track_liveness(endpoint, false);
+  recent_deaths_.push_back(Death{endpoint, now});
   return true;
+}
+
+std::optional<std::string> MemberTable::sample_recently_dead(Prng& prng, Time since) {
+  std::erase_if(recent_deaths_, [&](const Death& death) {
+    const Member* row = find(death.endpoint);
+    return death.at < since || row == nullptr || row->status != MemberStatus::dead;
+  });
+  if (recent_deaths_.empty()) return std::nullopt;
+  return recent_deaths_[prng.below(recent_deaths_.size())].endpoint;
 }
 
 std::vector<std::string> MemberTable::expired_suspects(Time now) const {

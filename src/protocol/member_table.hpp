@@ -37,13 +37,17 @@ class MemberTable {
   /// ourselves are not handled here (the core refutes them).
   MemberChange merge(const MemberRecord& rumour, Time now, Time suspicion_deadline,
                      const std::string& via);
+
   /// Inserts or refreshes our own row.
   void set_self(const MemberRecord& self);
 
   /// A message arrived from this member itself.
   void heard_from(const std::string& endpoint, std::uint64_t generation, Time now);
   bool suspect(const std::string& endpoint, Time deadline);
-  bool declare_dead(const std::string& endpoint);
+  bool declare_dead(const std::string& endpoint, Time now);
+  /// A member declared dead since `since`, chosen uniformly (memberlist gossips to the dead
+  /// for a while so that a wrongly buried member learns it and refutes).
+  std::optional<std::string> sample_recently_dead(Prng& prng, Time since);
   /// Suspects whose deadline passed.
   std::vector<std::string> expired_suspects(Time now) const;
   std::optional<Time> earliest_suspect_deadline() const;
@@ -80,6 +84,11 @@ class MemberTable {
     std::uint32_t remaining;
   };
   std::vector<Queued> queue_;
+  struct Death {
+    std::string endpoint;
+    Time at;
+  };
+  std::vector<Death> recent_deaths_;  ///< appended in time order, pruned by sample_recently_dead
 };
 
 }  // namespace gossip_rdzv::protocol

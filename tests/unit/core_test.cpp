@@ -218,15 +218,41 @@ TEST(Core, NodeRestartingMidRoundIsAgreedWithItsNewProcess) {
   EXPECT_EQ(net.committed(1)->nodes[net.committed(3)->my_node_rank].generation, 2u);
 }
 
-TEST(Core, WronglySuspectedMemberComesBackAndAgreementHolds) {
-  MiniNet net(3, 3);
+// Node 3 is cut off from the others while the round is open (the last call keeps it open),
+// first for less than the suspicion timeout, then for longer. Whatever the outcome, nobody
+// may commit a view another node does not commit, and every node must end committed or
+// not admitted.
+void run_partition(std::chrono::milliseconds cut_for, std::uint64_t seed) {
+  MiniNet net(2, 4, seed);
+  net.last_call = std::chrono::milliseconds(1500);
   for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] {
+    for (int i = 1; i <= 3; ++i)
+      if (net.node(i)->snapshot().members.size() != 3) return false;
+    return true;
+  }));
   net.cut(1, 3);
   net.cut(2, 3);
-  net.run([] { return false; }, std::chrono::milliseconds(400));  // past probe + timeout
+  net.run([] { return false; }, cut_for);
   net.heal();
-  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
-  expect_consistent(net, range(1, 3));
+  ASSERT_TRUE(net.run([&] {
+    for (int i = 1; i <= 3; ++i)
+      if (!net.committed(i) && !net.find_event<NotAdmitted>(i)) return false;
+    return true;
+  }));
+  std::vector<int> admitted;
+  for (int i = 1; i <= 3; ++i)
+    if (net.committed(i)) admitted.push_back(i);
+  ASSERT_GE(admitted.size(), 2u);
+  expect_consistent(net, admitted);
+}
+
+TEST(Core, WronglySuspectedMemberComesBackAndAgreementHolds) {
+  // Local timing: probe 200 ms, suspicion at least 1 s.
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    run_partition(std::chrono::milliseconds(500), seed);   // shorter than the suspicion timeout
+    run_partition(std::chrono::milliseconds(3000), seed);  // declared dead, then comes back
+  }
 }
 
 TEST(Core, SeedKilledAfterBootstrapDoesNotBlockTheOthers) {
