@@ -72,18 +72,29 @@ struct Core::Impl {
 
   std::vector<std::string> gossip_targets(std::size_t count) {
     if (agreement.committed()) {
-      // After committing, talk to those not yet known to know the outcome.
+      // After committing, talk to the view's members: first those not yet known to know
+      // the outcome, then random others so that they learn who else knows and can stop.
       auto missing = agreement.members_missing_commit();
-      std::erase(missing, config.self.endpoint);
+      auto others = agreement.committed_view()->members;
       std::vector<std::string> picked;
-      while (!missing.empty() && picked.size() < count) {
-        const std::size_t i = prng.below(missing.size());
-        picked.push_back(missing[i]);
-        missing.erase(missing.begin() + static_cast<std::ptrdiff_t>(i));
-      }
+      pick_from(missing, count, picked);
+      std::vector<std::string> rest;
+      for (const auto& key : others) rest.push_back(key.endpoint);
+      pick_from(rest, count, picked);
       return picked;
     }
     return table.sample_peers(prng, count);
+  }
+
+  void pick_from(std::vector<std::string> pool, std::size_t count,
+                 std::vector<std::string>& picked) {
+    std::erase(pool, config.self.endpoint);
+    while (!pool.empty() && picked.size() < count) {
+      const std::size_t i = prng.below(pool.size());
+      if (std::find(picked.begin(), picked.end(), pool[i]) == picked.end())
+        picked.push_back(pool[i]);
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
 
   void push_gossip(std::size_t fanout) {

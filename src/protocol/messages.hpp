@@ -65,39 +65,55 @@ struct ViewClaim {
 /// Joiner -> seed.
 struct Join {
   MemberRecord self;
+
+  bool operator==(const Join&) const = default;
 };
 /// Seed -> joiner: a bounded sample of members, never the whole table.
 struct JoinReply {
   std::vector<MemberRecord> sample;
   bool seed_is_member = false;
+
+  bool operator==(const JoinReply&) const = default;
 };
 /// SWIM probe; `updates` and `views` are piggybacked.
 struct Ping {
   std::uint64_t seq = 0;
   std::vector<MemberRecord> updates;
   std::vector<ViewClaim> views;
+
+  bool operator==(const Ping&) const = default;
 };
 struct Ack {
   std::uint64_t seq = 0;
   std::vector<MemberRecord> updates;
   std::vector<ViewClaim> views;
+
+  bool operator==(const Ack&) const = default;
 };
 /// "Probe `target` for me": the receiver pings it and relays the ack.
 struct PingReq {
   std::uint64_t seq = 0;
   std::string target;
+
+  bool operator==(const PingReq&) const = default;
 };
 /// Gossip push; with `want_reply` (push-pull) the receiver answers with its own state.
 struct Gossip {
   bool want_reply = false;
   std::vector<MemberRecord> updates;
   std::vector<ViewClaim> views;
+
+  bool operator==(const Gossip&) const = default;
 };
 /// `members` command -> any node or seed.
-struct Query {};
+struct Query {
+  bool operator==(const Query&) const = default;
+};
 struct QueryReply {
   std::vector<MemberRecord> members;
   std::vector<ViewClaim> views;
+
+  bool operator==(const QueryReply&) const = default;
 };
 enum class RefuseReason : std::uint8_t {
   run_id_mismatch = 1,
@@ -108,6 +124,8 @@ enum class RefuseReason : std::uint8_t {
 struct Refuse {
   RefuseReason reason = RefuseReason::bad_message;
   std::string detail;
+
+  bool operator==(const Refuse&) const = default;
 };
 
 using Body = std::variant<Join, JoinReply, Ping, Ack, PingReq, Gossip, Query, QueryReply, Refuse>;
@@ -119,6 +137,8 @@ struct Envelope {
   std::string sender;  ///< sender's endpoint (for a `members` client: its reply address)
   std::uint64_t sender_generation = 0;
   Body body;
+
+  bool operator==(const Envelope&) const = default;
 };
 
 }  // namespace gossip_rdzv::protocol
