@@ -1,0 +1,241 @@
+// parse_command_line is a pure function: these tests run no node and open no socket.
+#include "cli_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gossip_rdzv::cli {
+namespace {
+
+using Args = std::vector<std::string>;
+
+CliOptions parse_ok(const Args& args) {
+  ParseResult result = parse_command_line(args);
+  EXPECT_TRUE(result.options.has_value()) << result.text;
+  return result.options.value_or(CliOptions{});
+}
+
+// Returns the error text after checking it is a usage error of two lines.
+std::string parse_error(const Args& args) {
+  ParseResult result = parse_command_line(args);
+  EXPECT_FALSE(result.options.has_value());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.text.find("for usage.\n"), std::string::npos) << result.text;
+  return result.text;
+}
+
+Args join_args(Args extra) {
+  Args args{"join", "--seed", "node0:29400", "--nnodes", "4"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(CliOptionsTest, JoinDefaults) {
+  CliOptions options = parse_ok(join_args({}));
+  EXPECT_EQ(options.command, Command::join);
+  EXPECT_EQ(options.config.seeds, std::vector<std::string>{"node0:29400"});
+  EXPECT_EQ(options.config.min_nodes, 4u);
+  EXPECT_EQ(options.config.max_nodes, 4u);
+  EXPECT_EQ(options.config.listen_host, "0.0.0.0");
+  EXPECT_EQ(options.config.listen_port, 29400);
+  EXPECT_EQ(options.config.nproc_per_node, 1u);
+  EXPECT_EQ(options.config.run_id, "default");
+  EXPECT_EQ(options.config.node_rank, -1);
+  EXPECT_EQ(options.config.master_port, 0);
+  EXPECT_EQ(options.config.join_timeout, std::chrono::seconds(600));
+  EXPECT_EQ(options.config.last_call, std::chrono::seconds(30));
+  EXPECT_EQ(options.format, OutputFormat::env);
+  EXPECT_EQ(options.profile, "lan");
+  EXPECT_EQ(options.config.timing.probe_interval, Timing::lan().probe_interval);
+  EXPECT_FALSE(options.config.dedicated_seed);
+  EXPECT_TRUE(options.worker_command.empty());
+  EXPECT_TRUE(options.warnings.empty());
+  EXPECT_FALSE(options.verbosity.quiet);
+}
+
+TEST(CliOptionsTest, JoinEveryOption) {
+  CliOptions options = parse_ok(join_args({"--listen",
+                                           "10.0.0.5:29500",
+                                           "--advertise",
+                                           "10.0.0.5",
+                                           "--nproc-per-node",
+                                           "8",
+                                           "--run-id",
+                                           "job42",
+                                           "--node-rank",
+                                           "3",
+                                           "--master-port",
+                                           "29600",
+                                           "--join-timeout",
+                                           "2m",
+                                           "--last-call",
+                                           "500ms",
+                                           "--env-file",
+                                           "/run/rdzv/rank{local_rank}.env",
+                                           "--membership-file",
+                                           "/run/rdzv/members.json",
+                                           "--format",
+                                           "export",
+                                           "--profile",
+                                           "local",
+                                           "-vv"}));
+  EXPECT_EQ(options.config.listen_host, "10.0.0.5");
+  EXPECT_EQ(options.config.listen_port, 29500);
+  EXPECT_EQ(options.config.advertise_host, "10.0.0.5");
+  EXPECT_EQ(options.config.nproc_per_node, 8u);
+  EXPECT_EQ(options.config.run_id, "job42");
+  EXPECT_EQ(options.config.node_rank, 3);
+  EXPECT_EQ(options.config.master_port, 29600);
+  EXPECT_EQ(options.config.join_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(options.config.last_call, std::chrono::milliseconds(500));
+  EXPECT_EQ(options.env_file, "/run/rdzv/rank{local_rank}.env");
+  EXPECT_EQ(options.membership_file, "/run/rdzv/members.json");
+  EXPECT_EQ(options.format, OutputFormat::export_);
+  EXPECT_EQ(options.config.timing.probe_interval, Timing::local().probe_interval);
+  EXPECT_EQ(options.verbosity.verbose, 2);
+}
+
+TEST(CliOptionsTest, SeedsRepeatedAndCommaSeparated) {
+  CliOptions options = parse_ok(
+      {"join", "--seed", "a:1,b:2", "--seed", "[fd00::1]:3", "--seed", "c", "--nnodes", "2"});
+  EXPECT_EQ(options.config.seeds,
+            (std::vector<std::string>{"a:1", "b:2", "[fd00::1]:3", "c:29400"}));
+}
+
+TEST(CliOptionsTest, ListenWithoutHostMeansAllAddresses) {
+  CliOptions options = parse_ok(join_args({"--listen", ":31000"}));
+  EXPECT_EQ(options.config.listen_host, "0.0.0.0");
+  EXPECT_EQ(options.config.listen_port, 31000);
+}
+
+TEST(CliOptionsTest, RangeOfNodes) {
+  CliOptions options = parse_ok({"join", "--seed", "n:1", "--nnodes", "3:4", "--node-rank", "3"});
+  EXPECT_EQ(options.config.min_nodes, 3u);
+  EXPECT_EQ(options.config.max_nodes, 4u);
+  EXPECT_TRUE(options.warnings.empty());
+}
+
+TEST(CliOptionsTest, WideRangeWarnsAboutDisjointGroups) {
+  CliOptions options = parse_ok({"join", "--seed", "n:1", "--nnodes", "2:8"});
+  ASSERT_EQ(options.warnings.size(), 1u);
+  EXPECT_NE(options.warnings[0].find("two disjoint groups"), std::string::npos);
+  EXPECT_NE(options.warnings[0].find("more than 8"), std::string::npos);
+  EXPECT_EQ(parse_ok({"join", "--seed", "n:1", "--nnodes", "2:4"}).warnings.size(), 1u);
+  EXPECT_TRUE(parse_ok({"join", "--seed", "n:1", "--nnodes", "3:5"}).warnings.empty());
+}
+
+TEST(CliOptionsTest, WorkerCommandAfterDoubleDash) {
+  CliOptions options =
+      parse_ok(join_args({"-q", "--", "python", "train.py", "--lr", "0.1", "--", "x"}));
+  EXPECT_EQ(options.worker_command,
+            (std::vector<std::string>{"python", "train.py", "--lr", "0.1", "--", "x"}));
+  EXPECT_TRUE(options.verbosity.quiet);
+}
+
+TEST(CliOptionsTest, SeedCommand) {
+  CliOptions options =
+      parse_ok({"seed", "--listen", ":29400", "--run-id", "j", "--profile", "wan"});
+  EXPECT_EQ(options.command, Command::seed);
+  EXPECT_TRUE(options.config.dedicated_seed);
+  EXPECT_EQ(options.config.listen_port, 29400);
+  EXPECT_EQ(options.config.run_id, "j");
+  EXPECT_EQ(options.config.timing.probe_interval, Timing::wan().probe_interval);
+}
+
+TEST(CliOptionsTest, MembersCommand) {
+  CliOptions options = parse_ok({"members", "--seed", "node0:29400", "--format", "json",
+                                 "--timeout", "2s", "--run-id", "job"});
+  EXPECT_EQ(options.command, Command::members);
+  EXPECT_EQ(options.query_endpoint, "node0:29400");
+  EXPECT_EQ(options.format, OutputFormat::json);
+  EXPECT_EQ(options.query_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(options.config.run_id, "job");
+  EXPECT_EQ(parse_ok({"members", "--seed", "n:1"}).format, OutputFormat::table);
+}
+
+TEST(CliOptionsTest, HelpExitsZero) {
+  for (const Args& args :
+       {Args{"--help"}, Args{"join", "--help"}, Args{"seed", "-h"}, Args{"members", "--help"}}) {
+    ParseResult result = parse_command_line(args);
+    EXPECT_FALSE(result.options.has_value());
+    EXPECT_EQ(result.exit_code, 0);
+    EXPECT_NE(result.text.find("Usage: gossip-rdzv"), std::string::npos) << result.text;
+  }
+  EXPECT_NE(parse_command_line({"join", "--help"}).text.find("--nproc-per-node"),
+            std::string::npos);
+  EXPECT_EQ(parse_command_line({"join", "--help"}).text, help_text("join"));
+}
+
+// docs/cli.md quotes every --help verbatim; this keeps the two from drifting apart.
+TEST(CliOptionsTest, DocsQuoteEveryHelpText) {
+  std::ifstream file(GOSSIP_RDZV_DOCS_DIR "/cli.md");
+  ASSERT_TRUE(file) << "cannot read docs/cli.md";
+  std::stringstream doc;
+  doc << file.rdbuf();
+  for (const std::string command : {"", "join", "seed", "members"}) {
+    std::string help = help_text(command);
+    help.erase(help.find_last_not_of('\n') + 1);
+    EXPECT_NE(doc.str().find("```\n" + help + "\n```"), std::string::npos)
+        << "docs/cli.md does not quote 'gossip-rdzv " << command << " --help'";
+  }
+}
+
+struct BadInput {
+  Args args;
+  std::vector<std::string> expected_fragments;
+};
+
+void PrintTo(const BadInput& input, std::ostream* out) {
+  for (const auto& arg : input.args) *out << "'" << arg << "' ";
+}
+
+class CliOptionsBadInputTest : public testing::TestWithParam<BadInput> {};
+
+TEST_P(CliOptionsBadInputTest, IsAUsageErrorNamingOptionAndValue) {
+  std::string text = parse_error(GetParam().args);
+  for (const auto& fragment : GetParam().expected_fragments) {
+    EXPECT_NE(text.find(fragment), std::string::npos) << "missing '" << fragment << "' in\n"
+                                                      << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Inputs, CliOptionsBadInputTest,
+    testing::Values(
+        BadInput{{}, {"a command is required", "Run 'gossip-rdzv --help'"}},
+        BadInput{{"frobnicate"}, {"unknown command 'frobnicate'"}},
+        BadInput{join_args({"--bogus"}), {"unknown option '--bogus'", "gossip-rdzv join --help"}},
+        BadInput{join_args({"stray"}), {"unexpected argument 'stray'"}},
+        BadInput{{"join", "--nnodes", "4"}, {"--seed is required", "HOST:PORT"}},
+        BadInput{{"join", "--seed", "n:1"}, {"--nnodes is required", "MIN:MAX"}},
+        BadInput{join_args({"--join-timeout", "5x"}), {"--join-timeout '5x'", "30s"}},
+        BadInput{join_args({"--last-call", ""}), {"--last-call ''"}},
+        BadInput{{"join", "--seed", "node0:99999", "--nnodes", "2"}, {"--seed 'node0:99999'"}},
+        BadInput{{"join", "--seed", "a:1,", "--nnodes", "2"}, {"--seed ''", "empty"}},
+        BadInput{join_args({"--listen", "host:port"}), {"--listen 'host:port'", "[HOST]:PORT"}},
+        BadInput{{"join", "--seed", "n:1", "--nnodes", "0"}, {"--nnodes '0'", "N or MIN:MAX"}},
+        BadInput{{"join", "--seed", "n:1", "--nnodes", "5:3"}, {"--nnodes '5:3'", "MIN must not"}},
+        BadInput{{"join", "--seed", "n:1", "--nnodes", "0:3"}, {"--nnodes '0:3'"}},
+        BadInput{{"join", "--seed", "n:1", "--nnodes", "x"}, {"--nnodes 'x'"}},
+        BadInput{join_args({"--nproc-per-node", "0"}), {"--nproc-per-node '0'", "at least 1"}},
+        BadInput{join_args({"--nproc-per-node", "two"}), {"--nproc-per-node 'two'"}},
+        BadInput{join_args({"--node-rank", "4"}), {"--node-rank '4'", "0 to 3"}},
+        BadInput{join_args({"--node-rank", "-1"}), {"--node-rank '-1'"}},
+        BadInput{join_args({"--master-port", "70000"}), {"--master-port '70000'", "1-65535"}},
+        BadInput{join_args({"--format", "yaml"}), {"--format 'yaml'", "env, export or json"}},
+        BadInput{join_args({"--profile", "fast"}), {"--profile 'fast'", "lan, local or wan"}},
+        BadInput{join_args({"--run-id", "my job"}), {"--run-id 'my job'"}},
+        BadInput{join_args({"--advertise", "10.0.0.5:29400"}), {"--advertise '10.0.0.5:29400'"}},
+        BadInput{join_args({"--nnodes"}), {"--nnodes needs a value"}},
+        BadInput{join_args({"-q", "-v"}), {"--quiet and --verbose"}},
+        BadInput{join_args({"--"}), {"'--' must be followed by a command"}},
+        BadInput{{"seed"}, {"--listen is required", "gossip-rdzv seed --help"}},
+        BadInput{{"seed", "--listen", ":1", "--", "x"}, {"only accepted by join"}},
+        BadInput{{"members"}, {"--seed must be given exactly once"}},
+        BadInput{{"members", "--seed", "n:1", "--format", "env"}, {"--format 'env'", "table"}},
+        BadInput{{"members", "--seed", "n:1", "--timeout", "0s"}, {"--timeout '0s'"}}));
+
+}  // namespace
+}  // namespace gossip_rdzv::cli

@@ -1,0 +1,120 @@
+// Real child processes (/bin/sh, sleep); each test finishes in well under a second unless
+// the launcher fails to stop a sleeping worker.
+#include "launcher.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace gossip_rdzv::cli {
+namespace {
+
+WorkerSpec shell(const std::string& script,
+                 std::vector<std::pair<std::string, std::string>> env = {}) {
+  return WorkerSpec{{"/bin/sh", "-c", script}, std::move(env)};
+}
+
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "launcher_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(LauncherTest, AllSucceedGivesZero) {
+  Launcher launcher;
+  ASSERT_EQ(launcher.launch({shell("exit 0"), shell("true")}), 0);
+  EXPECT_EQ(launcher.wait(), 0);
+  EXPECT_EQ(launcher.statuses(), (std::vector<std::optional<int>>{0, 0}));
+}
+
+TEST(LauncherTest, FailingWorkersGiveTheirExitCode) {
+  Launcher launcher;
+  ASSERT_EQ(launcher.launch({shell("exit 3"), shell("exit 3")}), 0);
+  EXPECT_EQ(launcher.wait(), 3);
+}
+
+TEST(LauncherTest, EnvironmentReachesTheChild) {
+  std::string path = temp_path("env");
+  ::setenv("GOSSIP_RDZV_LAUNCHER_TEST_PARENT", "inherited", 1);
+  Launcher launcher;
+  ASSERT_EQ(launcher.launch({shell("env > '" + path + "'",
+                                   {{"RANK", "5"},
+                                    {"MASTER_ADDR", "10.0.0.1"},
+                                    {"GOSSIP_RDZV_LAUNCHER_TEST_PARENT", "overridden"}})}),
+            0);
+  ASSERT_EQ(launcher.wait(), 0);
+  std::string env = read_file(path);
+  EXPECT_NE(env.find("\nRANK=5\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("\nMASTER_ADDR=10.0.0.1\n"), std::string::npos);
+  EXPECT_NE(env.find("GOSSIP_RDZV_LAUNCHER_TEST_PARENT=overridden"), std::string::npos);
+  EXPECT_EQ(env.find("GOSSIP_RDZV_LAUNCHER_TEST_PARENT=inherited"), std::string::npos);
+  EXPECT_NE(env.find("PATH="), std::string::npos);  // the rest of our environment
+  std::remove(path.c_str());
+}
+
+TEST(LauncherTest, OneFailureTerminatesASleepingSibling) {
+  Launcher launcher(std::chrono::seconds(30));
+  // The failure comes after the sibling surely started, so it really has to be stopped.
+  ASSERT_EQ(launcher.launch({shell("sleep 0.2; exit 4"), shell("sleep 60")}), 0);
+  EXPECT_EQ(launcher.wait(), 4);
+  auto statuses = launcher.statuses();
+  EXPECT_EQ(statuses[0], 4);
+  EXPECT_EQ(statuses[1], 128 + SIGTERM);  // killed by our SIGTERM, not a finished sleep
+}
+
+TEST(LauncherTest, SiblingIgnoringSigtermGetsSigkillAfterGrace) {
+  Launcher launcher(std::chrono::milliseconds(200));
+  ASSERT_EQ(launcher.launch({shell("sleep 0.2; exit 1"),
+                             WorkerSpec{{"/bin/sh", "-c", "trap '' TERM; sleep 60 & wait"}, {}}}),
+            0);
+  EXPECT_EQ(launcher.wait(), 1);
+  EXPECT_EQ(launcher.statuses()[1], 128 + SIGKILL);
+}
+
+TEST(LauncherTest, ForwardedSignalReachesEveryWorker) {
+  Launcher launcher;
+  ASSERT_EQ(launcher.launch({shell("sleep 60"), shell("sleep 60")}), 0);
+  launcher.forward_signal(SIGTERM);
+  EXPECT_EQ(launcher.wait(), 128 + SIGTERM);
+  EXPECT_EQ(launcher.statuses(), (std::vector<std::optional<int>>{128 + SIGTERM, 128 + SIGTERM}));
+}
+
+TEST(LauncherTest, SignalToLauncherIsForwarded) {
+  Launcher launcher;
+  ASSERT_EQ(launcher.launch({shell("sleep 60")}), 0);
+  // wait() blocks SIGINT, so raising it first leaves it pending for wait() to forward.
+  sigset_t interrupt;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &interrupt, &previous);
+  ::kill(::getpid(), SIGINT);
+  EXPECT_EQ(launcher.wait(), 128 + SIGINT);
+  EXPECT_EQ(launcher.received_signal(), SIGINT);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+TEST(LauncherTest, MissingCommandGives127) {
+  Launcher launcher;
+  EXPECT_EQ(launcher.launch({WorkerSpec{{"gossip-rdzv-no-such-command"}, {}}}), 127);
+  EXPECT_NE(launcher.exec_error().find("gossip-rdzv-no-such-command"), std::string::npos);
+  EXPECT_NE(launcher.exec_error().find("No such file"), std::string::npos);
+}
+
+TEST(LauncherTest, ShellStatus) {
+  EXPECT_EQ(shell_status(0), 0);
+  EXPECT_EQ(shell_status(3 << 8), 3);
+  EXPECT_EQ(shell_status(SIGKILL), 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::cli

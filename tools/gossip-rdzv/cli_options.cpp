@@ -1,0 +1,558 @@
+// Parsing is split in two: CLI11 recognises flags and collects their raw text, then
+// small validators turn each text into a typed value. Every option is declared as a string
+// so that every bad value is reported by our own message (option, value, expected form)
+// rather than CLI11's generic "Could not convert".
+#include "cli_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <sstream>
+
+#include "protocol/duration.hpp"
+#include "protocol/endpoint.hpp"
+
+namespace gossip_rdzv::cli {
+namespace {
+
+constexpr std::uint16_t kDefaultPort = 29400;
+
+const std::map<std::string, std::string>& synopses() {
+  static const std::map<std::string, std::string> table = {
+      {"gossip-rdzv", "gossip-rdzv join|seed|members [OPTIONS]\n"},
+      {"join",
+       "gossip-rdzv join --seed HOST:PORT[,HOST:PORT...] --nnodes N|MIN:MAX\n"
+       "                 [--listen [HOST]:PORT] [--advertise HOST] [--nproc-per-node K]\n"
+       "                 [--run-id ID] [--node-rank R] [--master-port P]\n"
+       "                 [--join-timeout DUR] [--last-call DUR] [--env-file PATH]\n"
+       "                 [--membership-file PATH] [--format env|export|json]\n"
+       "                 [--profile lan|local|wan] [-q|--quiet] [-v|--verbose]\n"
+       "                 [-- CMD ARGS...]\n"},
+      {"seed",
+       "gossip-rdzv seed --listen [HOST]:PORT [--run-id ID] [--profile lan|local|wan]\n"
+       "                 [-q|--quiet] [-v|--verbose]\n"},
+      {"members",
+       "gossip-rdzv members --seed HOST:PORT [--run-id ID] [--format table|json]\n"
+       "                    [--timeout DUR]\n"},
+  };
+  return table;
+}
+
+// CLI11 2.1 derives the usage line from the options; ours spells out the value forms.
+class SynopsisFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string /*name*/) const override {
+    auto found = synopses().find(app->get_name());
+    if (found == synopses().end()) return "";
+    // Continuation lines line up under the command, after "Usage: ".
+    std::string usage = "Usage: ";
+    const std::string& synopsis = found->second;
+    for (std::size_t index = 0; index < synopsis.size(); ++index) {
+      usage += synopsis[index];
+      if (synopsis[index] == '\n' && index + 1 < synopsis.size()) usage += "       ";
+    }
+    return usage;
+  }
+
+  // A blank line between the description and the usage line.
+  std::string make_description(const CLI::App* app) const override {
+    std::string description = CLI::Formatter::make_description(app);
+    return description.empty() ? description : description + "\n";
+  }
+};
+
+// A usage error carries the complete first line; the command names the help to point at.
+struct UsageError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& option, const std::string& value,
+                       const std::string& problem, const std::string& expected) {
+  std::string message = option + " '" + value + "': " + problem;
+  if (!expected.empty()) message += " (expected " + expected + ")";
+  throw UsageError{message};
+}
+
+std::optional<std::uint64_t> to_unsigned(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// The codec's sentences name the value themselves ("... in '3d'") and sometimes the form;
+// our line already starts with the value and ends with the form, so those parts go.
+[[noreturn]] void fail_with_codec_error(const std::string& option, const std::string& value,
+                                        std::string error, const std::string& expected) {
+  const std::string repeated = " in '" + value + "'";
+  if (auto found = error.find(repeated); found != std::string::npos) {
+    error.erase(found, repeated.size());
+  }
+  if (auto found = error.find(": expected"); found != std::string::npos) error.erase(found);
+  fail(option, value, error, error.find("expected") == std::string::npos ? expected : "");
+}
+
+std::uint32_t parse_count(const std::string& option, const std::string& text,
+                          const std::string& expected) {
+  auto value = to_unsigned(text);
+  if (!value) fail(option, text, "not a whole number", expected);
+  if (*value == 0) fail(option, text, "must be at least 1", expected);
+  if (*value > 1'000'000) fail(option, text, "is too large", expected);
+  return static_cast<std::uint32_t>(*value);
+}
+
+std::chrono::milliseconds parse_duration_option(const std::string& option,
+                                                const std::string& text) {
+  std::string error;
+  auto value = gossip_rdzv::protocol::parse_duration(text, &error);
+  if (!value) fail_with_codec_error(option, text, error, "a duration such as 500ms, 30s or 2m");
+  return *value;
+}
+
+protocol::Endpoint parse_endpoint_option(const std::string& option, const std::string& text,
+                                         const protocol::EndpointRules& rules,
+                                         const std::string& expected) {
+  std::string error;
+  auto value = protocol::parse_endpoint(text, &error, rules);
+  if (!value) fail_with_codec_error(option, text, error, expected);
+  return *value;
+}
+
+std::vector<std::string> split_commas(const std::vector<std::string>& values) {
+  std::vector<std::string> items;
+  for (const auto& value : values) {
+    std::stringstream stream(value);
+    std::string item;
+    while (std::getline(stream, item, ',')) items.push_back(item);
+    if (!value.empty() && value.back() == ',') items.emplace_back();
+  }
+  return items;
+}
+
+std::vector<std::string> parse_seeds(const std::vector<std::string>& raw) {
+  const std::string expected = "HOST:PORT[,HOST:PORT...], e.g. node0:29400";
+  if (raw.empty()) throw UsageError{"--seed is required (expected " + expected + ")"};
+  protocol::EndpointRules rules;
+  rules.default_port = kDefaultPort;
+  std::vector<std::string> seeds;
+  for (const auto& item : split_commas(raw)) {
+    if (item.empty()) fail("--seed", item, "empty seed address", expected);
+    seeds.push_back(protocol::to_string(parse_endpoint_option("--seed", item, rules, expected)));
+  }
+  return seeds;
+}
+
+void apply_listen(const std::string& text, Config& config) {
+  protocol::EndpointRules rules;
+  rules.default_host = "0.0.0.0";
+  rules.allow_port_zero = true;
+  auto endpoint =
+      parse_endpoint_option("--listen", text, rules, "[HOST]:PORT, e.g. :29400 or 10.0.0.5:29400");
+  config.listen_host = endpoint.host;
+  config.listen_port = endpoint.port;
+}
+
+void parse_nnodes(const std::string& text, Config& config, std::vector<std::string>& warnings) {
+  const std::string expected = "N or MIN:MAX, e.g. 4 or 2:8";
+  if (text.empty()) throw UsageError{"--nnodes is required (expected " + expected + ")"};
+  auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    config.min_nodes = config.max_nodes = parse_count("--nnodes", text, expected);
+    return;
+  }
+  auto min = to_unsigned(text.substr(0, colon));
+  auto max = to_unsigned(text.substr(colon + 1));
+  if (!min || !max) fail("--nnodes", text, "not a node count or range", expected);
+  if (*min == 0) fail("--nnodes", text, "MIN must be at least 1", expected);
+  if (*min > *max) fail("--nnodes", text, "MIN must not exceed MAX", expected);
+  if (*max > 1'000'000) fail("--nnodes", text, "MAX is too large", expected);
+  config.min_nodes = static_cast<std::uint32_t>(*min);
+  config.max_nodes = static_cast<std::uint32_t>(*max);
+  // docs/protocol.md: agreement is per group; two groups of MIN or more can only be
+  // disjoint when both fit under MAX together, i.e. 2*MIN <= MAX.
+  if (2 * *min <= *max) {
+    warnings.push_back("--nnodes " + text + ": MIN is at most half of MAX, so if more than " +
+                       std::to_string(*max) +
+                       " nodes start with this run id, two disjoint groups could form; "
+                       "use MIN > MAX/2 or a run id per job (see docs/protocol.md)");
+  }
+}
+
+std::int32_t parse_node_rank(const std::string& text, std::uint32_t max_nodes) {
+  if (text.empty()) return -1;
+  const std::string expected = "0 to " + std::to_string(max_nodes - 1) + ", below the --nnodes MAX";
+  auto value = to_unsigned(text);
+  if (!value) fail("--node-rank", text, "not a whole number", expected);
+  if (*value >= max_nodes) fail("--node-rank", text, "must be below the node count", expected);
+  return static_cast<std::int32_t>(*value);
+}
+
+std::uint16_t parse_port(const std::string& option, const std::string& text) {
+  if (text.empty()) return 0;
+  auto value = to_unsigned(text);
+  if (!value || *value == 0 || *value > 65535) fail(option, text, "not a port", "1-65535");
+  return static_cast<std::uint16_t>(*value);
+}
+
+std::string parse_run_id(const std::string& text) {
+  const std::string expected = "1-128 printable characters without spaces";
+  bool printable =
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+  if (text.empty() || text.size() > 128 || !printable) fail("--run-id", text, "invalid", expected);
+  return text;
+}
+
+std::string parse_advertise(const std::string& text) {
+  if (text.empty()) return text;
+  const std::string expected = "a host name or address of this machine, without a port";
+  bool has_space =
+      std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
+  if (has_space) fail("--advertise", text, "contains spaces or control characters", expected);
+  // One colon is "host:port"; an IPv6 address has at least two.
+  if (std::count(text.begin(), text.end(), ':') == 1) {
+    fail("--advertise", text, "looks like HOST:PORT", expected);
+  }
+  if (text.front() == '[') fail("--advertise", text, "brackets are not needed", expected);
+  return text;
+}
+
+Timing parse_profile(const std::string& text) {
+  if (text == "lan") return Timing::lan();
+  if (text == "local") return Timing::local();
+  if (text == "wan") return Timing::wan();
+  fail("--profile", text, "unknown profile", "lan, local or wan");
+}
+
+OutputFormat parse_format(const std::string& text, Command command) {
+  if (command == Command::members) {
+    if (text == "table") return OutputFormat::table;
+    if (text == "json") return OutputFormat::json;
+    fail("--format", text, "unknown format", "table or json");
+  }
+  if (text == "env") return OutputFormat::env;
+  if (text == "export") return OutputFormat::export_;
+  if (text == "json") return OutputFormat::json;
+  fail("--format", text, "unknown format", "env, export or json");
+}
+
+void check_path(const std::string& option, const std::string& text) {
+  if (text.empty()) fail(option, text, "empty path", "a file path");
+}
+
+// Raw text of every option, filled by CLI11, validated afterwards.
+struct RawOptions {
+  std::vector<std::string> seeds;
+  std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
+                                         join_timeout = "600s", last_call = "30s", env_file,
+                                         membership_file, format, profile = "lan", timeout = "5s";
+  bool env_file_given = false, membership_file_given = false;
+  bool quiet = false;
+  int verbose = 0;
+};
+
+void add_verbosity(CLI::App& app, RawOptions& raw) {
+  app.add_flag("-q,--quiet", raw.quiet,
+               "No progress, assignment table or warnings on stderr;\n"
+               "errors are still printed");
+  app.add_flag("-v,--verbose", raw.verbose,
+               "More log output on stderr: -v info, -vv debug, -vvv trace");
+}
+
+void add_common(CLI::App& app, RawOptions& raw) {
+  app.add_option("--run-id", raw.run_id,
+                 "Job name; nodes of different run ids refuse each other\n"
+                 "(default: default)")
+      ->type_name("ID");
+  app.add_option("--profile", raw.profile,
+                 "Protocol timing: lan, local (one machine, 10x faster)\n"
+                 "or wan (default: lan)")
+      ->type_name("NAME");
+}
+
+void add_join_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("--seed", raw.seeds,
+                 "Required. Node(s) to join through: repeat the option or\n"
+                 "separate with commas; may name this node itself, so every\n"
+                 "node can run the same command (PORT defaults to 29400)")
+      ->type_name("HOST:PORT")
+      ->allow_extra_args(false);
+  app.add_option("--nnodes", raw.nnodes,
+                 "Required. Exactly N nodes, or MIN to MAX: once MIN have\n"
+                 "joined, --last-call admits more up to MAX")
+      ->type_name("N|MIN:MAX");
+  app.add_option("--listen", raw.listen,
+                 "Gossip socket to bind; :PORT means all addresses, port 0\n"
+                 "picks a free one (default: 0.0.0.0:29400)")
+      ->type_name("[HOST]:PORT");
+  app.add_option("--advertise", raw.advertise,
+                 "Address peers dial to reach this node, and MASTER_ADDR if\n"
+                 "it gets node rank 0 (default: the address that routes to\n"
+                 "the seed)")
+      ->type_name("HOST");
+  app.add_option("--nproc-per-node", raw.nproc, "Worker processes on this node (default: 1)")
+      ->type_name("K");
+  app.add_option("--node-rank", raw.node_rank,
+                 "Ask for node rank R (0 <= R < MAX); nodes without one fill\n"
+                 "the free ranks in natural order of host name")
+      ->type_name("R");
+  app.add_option("--master-port", raw.master_port,
+                 "MASTER_PORT if this node gets node rank 0\n"
+                 "(default: a port found free on that node)")
+      ->type_name("P");
+  app.add_option("--join-timeout", raw.join_timeout,
+                 "Give up after this long, naming the missing nodes\n"
+                 "(default: 600s)")
+      ->type_name("DUR");
+  app.add_option("--last-call", raw.last_call,
+                 "With MIN:MAX: how long to wait for more nodes once MIN\n"
+                 "are in (default: 30s)")
+      ->type_name("DUR");
+  app.add_option("--env-file", raw.env_file,
+                 "Write the torchrun variables to PATH; {local_rank} in PATH\n"
+                 "writes one file per worker")
+      ->type_name("PATH");
+  app.add_option("--membership-file", raw.membership_file,
+                 "Write the agreed membership to PATH as JSON")
+      ->type_name("PATH");
+  app.add_option("--format", raw.format,
+                 "Output on stdout: env (KEY=VALUE), export (export\n"
+                 "KEY=VALUE) or json (default: env); --env-file is written\n"
+                 "in export form with export, else in env form")
+      ->type_name("FORMAT");
+  add_common(app, raw);
+  add_verbosity(app, raw);
+}
+
+void add_seed_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("--listen", raw.listen, "Required. Socket to bind; :PORT means all addresses")
+      ->type_name("[HOST]:PORT");
+  add_common(app, raw);
+  add_verbosity(app, raw);
+}
+
+void add_members_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("--seed", raw.seeds, "Required. A running node or seed to ask")
+      ->type_name("HOST:PORT")
+      ->allow_extra_args(false);
+  app.add_option("--run-id", raw.run_id, "Run id of that node (default: default)")->type_name("ID");
+  app.add_option("--format", raw.format, "table or json (default: table)")->type_name("FORMAT");
+  app.add_option("--timeout", raw.timeout, "How long to wait for an answer (default: 5s)")
+      ->type_name("DUR");
+}
+
+const char* kFooter =
+    "Durations: 500ms, 30s, 2m, 1h (a plain number is seconds).\n"
+    "Exit codes: 0 ok, 2 usage, 3 listen failed, 4 seed unreachable, 5 join timeout,\n"
+    "6 run id mismatch, 7 version mismatch, 8 rank conflict, 9 not admitted, 10 I/O error,\n"
+    "11 seed name does not resolve, 70 internal error; with -- CMD: the first failing\n"
+    "worker's status (128+N if killed by signal N), 126/127 if CMD cannot be run.\n"
+    "See docs/cli.md.";
+
+const char* kJoinDetails =
+    "join announces this node through the seed(s) and waits until --nnodes\n"
+    "nodes agree on the membership. It then prints this node's torchrun\n"
+    "variables on stdout (--format), writes --env-file and --membership-file,\n"
+    "and keeps answering peers until they know the outcome. With -- CMD ARGS\n"
+    "it starts --nproc-per-node copies of CMD with those variables set\n"
+    "instead of printing them, and exits with the first failing worker's\n"
+    "status.\n";
+
+struct Parser {
+  CLI::App app{"Peer-to-peer rendezvous for PyTorch/gloo process groups: no single master.",
+               "gossip-rdzv"};
+  RawOptions raw;
+  CLI::App* join = nullptr;
+  CLI::App* seed = nullptr;
+  CLI::App* members = nullptr;
+
+  Parser() {
+    app.formatter(std::make_shared<SynopsisFormatter>());
+    app.require_subcommand(0, 1);
+    app.footer(kFooter);
+    join = app.add_subcommand(
+        "join", "Join a rendezvous; print or write the assignment, or start the workers.");
+    seed = app.add_subcommand(
+        "seed", "Run a dedicated seed (introduces joiners, never a member) until SIGINT/SIGTERM.");
+    members = app.add_subcommand("members", "Ask a running node or seed for its membership table.");
+    for (auto* sub : {join, seed, members}) {
+      sub->formatter(app.get_formatter());
+      sub->allow_extras();
+      sub->footer(sub == join ? std::string(kJoinDetails) + "\n" + kFooter : kFooter);
+    }
+    add_join_options(*join, raw);
+    add_seed_options(*seed, raw);
+    add_members_options(*members, raw);
+  }
+
+  CLI::App* selected() const {
+    for (auto* sub : {join, seed, members}) {
+      if (sub->parsed()) return sub;
+    }
+    return nullptr;
+  }
+};
+
+std::string usage_error(const std::string& command, const std::string& message) {
+  std::string prefix = command.empty() ? "gossip-rdzv" : "gossip-rdzv " + command;
+  return prefix + ": error: " + message + "\nRun '" + prefix + " --help' for usage.\n";
+}
+
+std::string describe_extras(const std::vector<std::string>& extras) {
+  const std::string& first = extras.front();
+  if (first.size() > 1 && first[0] == '-') return "unknown option '" + first + "'";
+  return "unexpected argument '" + first + "' (a command to run goes after '--')";
+}
+
+CliOptions build_join(const RawOptions& raw) {
+  CliOptions options;
+  options.command = Command::join;
+  Config& config = options.config;
+  config.seeds = parse_seeds(raw.seeds);
+  parse_nnodes(raw.nnodes, config, options.warnings);
+  apply_listen(raw.listen.empty() ? ":29400" : raw.listen, config);
+  config.advertise_host = parse_advertise(raw.advertise);
+  config.nproc_per_node = parse_count("--nproc-per-node", raw.nproc, "a whole number >= 1");
+  config.run_id = parse_run_id(raw.run_id);
+  config.node_rank = parse_node_rank(raw.node_rank, config.max_nodes);
+  config.master_port = parse_port("--master-port", raw.master_port);
+  config.join_timeout = parse_duration_option("--join-timeout", raw.join_timeout);
+  config.last_call = parse_duration_option("--last-call", raw.last_call);
+  config.timing = parse_profile(raw.profile);
+  options.profile = raw.profile;
+  options.format = parse_format(raw.format.empty() ? "env" : raw.format, Command::join);
+  if (raw.env_file_given) check_path("--env-file", raw.env_file);
+  if (raw.membership_file_given) check_path("--membership-file", raw.membership_file);
+  options.env_file = raw.env_file;
+  options.membership_file = raw.membership_file;
+  return options;
+}
+
+CliOptions build_seed(const RawOptions& raw) {
+  CliOptions options;
+  options.command = Command::seed;
+  if (raw.listen.empty()) {
+    throw UsageError{"--listen is required (expected [HOST]:PORT, e.g. :29400)"};
+  }
+  apply_listen(raw.listen, options.config);
+  options.config.dedicated_seed = true;
+  options.config.run_id = parse_run_id(raw.run_id);
+  options.config.timing = parse_profile(raw.profile);
+  options.profile = raw.profile;
+  return options;
+}
+
+CliOptions build_members(const RawOptions& raw) {
+  CliOptions options;
+  options.command = Command::members;
+  const std::string expected = "HOST:PORT, e.g. node0:29400";
+  if (raw.seeds.size() != 1) {
+    throw UsageError{"--seed must be given exactly once (expected " + expected + ")"};
+  }
+  protocol::EndpointRules rules;
+  rules.default_port = kDefaultPort;
+  options.query_endpoint =
+      protocol::to_string(parse_endpoint_option("--seed", raw.seeds.front(), rules, expected));
+  options.config.run_id = parse_run_id(raw.run_id);
+  options.format = parse_format(raw.format.empty() ? "table" : raw.format, Command::members);
+  options.query_timeout = parse_duration_option("--timeout", raw.timeout);
+  if (options.query_timeout.count() == 0) {
+    fail("--timeout", raw.timeout, "must be longer than 0", "a duration such as 5s");
+  }
+  return options;
+}
+
+CliOptions build(const Parser& parser, const CLI::App& command) {
+  RawOptions raw = parser.raw;
+  if (&command == parser.join) {
+    raw.env_file_given = command.count("--env-file") > 0;
+    raw.membership_file_given = command.count("--membership-file") > 0;
+  }
+  CliOptions options = &command == parser.join   ? build_join(raw)
+                       : &command == parser.seed ? build_seed(raw)
+                                                 : build_members(raw);
+  options.verbosity = Verbosity{raw.quiet, raw.verbose};
+  if (raw.quiet && raw.verbose > 0) throw UsageError{"--quiet and --verbose exclude each other"};
+  return options;
+}
+
+// CLI11's own messages for the structural errors it finds, reworded to name the option.
+std::string describe_parse_error(const CLI::ParseError& error) {
+  std::string text = error.what();
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    auto colon = text.find(':');
+    return (colon == std::string::npos ? text : text.substr(0, colon)) + " needs a value";
+  }
+  return text;
+}
+
+// Everything after the first "--" is the command to run, untouched by CLI11.
+std::pair<std::vector<std::string>, std::vector<std::string>> split_worker_command(
+    const std::vector<std::string>& args) {
+  auto separator = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> ours(args.begin(), separator);
+  std::vector<std::string> worker;
+  if (separator != args.end()) worker.assign(separator + 1, args.end());
+  return {ours, worker};
+}
+
+ParseResult help_result(const std::string& command) {
+  return {std::nullopt, 0, help_text(command)};
+}
+
+ParseResult error_result(const std::string& command, const std::string& message) {
+  return {std::nullopt, 2, usage_error(command, message)};
+}
+
+ParseResult parse_split(const std::vector<std::string>& ours,
+                        const std::vector<std::string>& worker, bool has_separator) {
+  if (ours.empty()) return error_result("", "a command is required: join, seed or members");
+  const std::string& name = ours.front();
+  if (name == "-h" || name == "--help") return help_result("");
+  if (name != "join" && name != "seed" && name != "members") {
+    return error_result("", "unknown command '" + name + "' (expected join, seed or members)");
+  }
+  Parser parser;
+  std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+  try {
+    parser.app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return help_result(name);
+  } catch (const CLI::ParseError& error) {
+    return error_result(name, describe_parse_error(error));
+  }
+  CLI::App* command = parser.selected();
+  if (!command->remaining().empty())
+    return error_result(name, describe_extras(command->remaining()));
+  if (has_separator && name != "join") {
+    return error_result(name, "'-- CMD' is only accepted by join");
+  }
+  if (has_separator && worker.empty()) {
+    return error_result(name, "'--' must be followed by a command to run (CMD ARGS...)");
+  }
+  try {
+    CliOptions options = build(parser, *command);
+    options.worker_command = worker;
+    return {std::move(options), 0, ""};
+  } catch (const UsageError& error) {
+    return error_result(name, error.message);
+  }
+}
+
+}  // namespace
+
+ParseResult parse_command_line(const std::vector<std::string>& args) {
+  auto [ours, worker] = split_worker_command(args);
+  bool has_separator = ours.size() != args.size();
+  return parse_split(ours, worker, has_separator);
+}
+
+std::string help_text(const std::string& command) {
+  Parser parser;
+  if (command.empty()) return parser.app.help();
+  return parser.app.get_subcommand(command)->help();
+}
+
+}  // namespace gossip_rdzv::cli

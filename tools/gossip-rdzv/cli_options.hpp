@@ -1,0 +1,58 @@
+// The gossip-rdzv command line as data: parse_command_line() turns an argument vector into
+// the options of one command, or into the text to print and the exit code to return
+// (--help, or a usage error). It runs nothing, so every flag can be tested without sockets.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip_rdzv/config.hpp"
+
+namespace gossip_rdzv::cli {
+
+enum class Command { join, seed, members };
+
+/// --format: env / export / json for `join`, table / json for `members`.
+enum class OutputFormat { env, export_, json, table };
+
+/// How much goes to stderr: --quiet drops progress and the assignment table,
+/// each -v raises the log level one step (warn by default, then info, debug, trace).
+struct Verbosity {
+  bool quiet = false;
+  int verbose = 0;
+};
+
+struct CliOptions {
+  Command command = Command::join;
+  /// join and seed: the node's configuration, every flag already validated.
+  gossip_rdzv::Config config;
+  OutputFormat format = OutputFormat::env;
+  std::string env_file;                     ///< --env-file, may contain {local_rank}; empty: none
+  std::string membership_file;              ///< --membership-file; empty: none
+  std::vector<std::string> worker_command;  ///< join: everything after "--"; empty: none
+  std::string profile = "lan";              ///< --profile, already applied to config.timing
+  Verbosity verbosity;
+  /// members: the node to ask, and how long to wait for it.
+  std::string query_endpoint;
+  std::chrono::milliseconds query_timeout{5000};
+  /// Valid but risky input, e.g. --nnodes 2:8 where two disjoint groups could form.
+  std::vector<std::string> warnings;
+};
+
+/// What the CLI does when parsing does not produce a command to run.
+struct ParseResult {
+  std::optional<CliOptions> options;  ///< set: run this command
+  int exit_code = 0;                  ///< without options: 0 (help) or 2 (usage error)
+  std::string text;                   ///< without options: help for stdout, or error for stderr
+};
+
+/// `args` excludes the program name. A usage error's text is two lines: what is wrong
+/// (option, bad value, expected form), then "Run 'gossip-rdzv <cmd> --help' for usage.".
+ParseResult parse_command_line(const std::vector<std::string>& args);
+
+/// The --help text of `command` (or of the program when empty), as printed by --help.
+std::string help_text(const std::string& command = "");
+
+}  // namespace gossip_rdzv::cli

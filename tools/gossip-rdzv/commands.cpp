@@ -1,0 +1,200 @@
+#include "commands.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <iostream>
+#include <thread>
+
+#include "gossip_rdzv/env.hpp"
+#include "gossip_rdzv/node.hpp"
+#include "launcher.hpp"
+#include "members_format.hpp"
+#include "output/interface.hpp"
+#include "output/membership_json.hpp"
+#include "progress.hpp"
+
+namespace gossip_rdzv::cli {
+namespace {
+
+// How often the progress display refreshes while waiting for the assignment.
+constexpr auto kProgressPeriod = std::chrono::milliseconds(250);
+
+sigset_t interrupt_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+// Waits up to `timeout` for SIGINT or SIGTERM; returns it, or 0.
+int wait_for_interrupt(std::chrono::milliseconds timeout) {
+  sigset_t signals = interrupt_signals();
+  timespec wait_time{static_cast<std::time_t>(timeout.count() / 1000),
+                     static_cast<long>((timeout.count() % 1000) * 1'000'000)};
+  int received = sigtimedwait(&signals, nullptr, &wait_time);
+  return received > 0 ? received : 0;
+}
+
+[[noreturn]] void exit_interrupted(int signal) {
+  std::fprintf(stderr, "\ngossip-rdzv: interrupted by %s, leaving the rendezvous\n",
+               strsignal(signal));
+  // The node's wait() cannot be cancelled from here; exiting at once is safe because
+  // nothing was committed yet and the OS closes the sockets. Peers see us as dead.
+  std::_Exit(128 + signal);
+}
+
+// Node::wait() blocks; it runs in a thread of its own so that this thread can draw
+// progress and notice Ctrl-C meanwhile.
+Assignment wait_with_progress(Node& node, const CliOptions& options) {
+  std::optional<Assignment> assignment;
+  std::exception_ptr failure;
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    try {
+      assignment = node.wait();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    done = true;
+  });
+  ProgressDisplay display(stderr, ProgressDisplay::mode_for_stderr(options.verbosity.quiet));
+  while (!done) {
+    display.update(node.progress(), ProgressDisplay::Clock::now());
+    if (int signal = wait_for_interrupt(kProgressPeriod); signal != 0) {
+      display.finish();
+      waiter.detach();
+      exit_interrupted(signal);
+    }
+  }
+  waiter.join();
+  display.finish();
+  if (failure) std::rethrow_exception(failure);
+  return *assignment;
+}
+
+std::optional<std::string> socket_ifname(const Assignment& assignment) {
+  return output::interface_for_address(assignment.me().host);
+}
+
+void print_assignment(const Assignment& assignment, const CliOptions& options) {
+  if (!options.verbosity.quiet) std::cerr << assignment_table(assignment) << std::flush;
+  // The workers' own output goes to stdout; variables printed there would be mixed in.
+  if (!options.worker_command.empty()) return;
+  auto ifname = socket_ifname(assignment);
+  switch (options.format) {
+    case OutputFormat::json:
+      std::cout << membership_json(assignment);
+      break;
+    case OutputFormat::export_:
+      std::cout << format_env(node_env(assignment, ifname), EnvFormat::export_);
+      break;
+    default:
+      std::cout << format_env(node_env(assignment, ifname), EnvFormat::env);
+  }
+  std::cout << std::flush;
+}
+
+void write_files(const Assignment& assignment, const CliOptions& options) {
+  if (!options.env_file.empty()) {
+    auto format = options.format == OutputFormat::export_ ? EnvFormat::export_ : EnvFormat::env;
+    write_env_files(options.env_file, assignment, format, socket_ifname(assignment));
+  }
+  if (!options.membership_file.empty()) {
+    write_membership_file(options.membership_file, assignment);
+  }
+}
+
+std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOptions& options) {
+  auto ifname = socket_ifname(assignment);
+  std::vector<WorkerSpec> specs;
+  for (std::uint32_t local_rank = 0; local_rank < assignment.me().nproc; ++local_rank) {
+    specs.push_back(WorkerSpec{options.worker_command, torch_env(assignment, local_rank, ifname)});
+  }
+  return specs;
+}
+
+int run_workers(const Assignment& assignment, const CliOptions& options) {
+  Launcher launcher;
+  int status = launcher.launch(worker_specs(assignment, options));
+  if (status != 0) {
+    std::fprintf(stderr, "gossip-rdzv: error: %s\n", launcher.exec_error().c_str());
+    return status;
+  }
+  status = launcher.wait();
+  if (auto signal = launcher.received_signal()) {
+    std::fprintf(stderr, "gossip-rdzv: forwarded %s to the workers; exit status %d\n",
+                 strsignal(*signal), status);
+  } else if (status != 0) {
+    std::fprintf(stderr, "gossip-rdzv: a worker failed with status %d; stopped the others\n",
+                 status);
+  }
+  return status;
+}
+
+// Outputs and workers run while the node keeps serving peers in its thread; whatever
+// happens to them, finish() lets the other members learn the outcome before we leave.
+int after_commit(Node& node, const Assignment& assignment, const CliOptions& options) {
+  int status = 0;
+  try {
+    print_assignment(assignment, options);
+    write_files(assignment, options);
+    if (!options.worker_command.empty()) status = run_workers(assignment, options);
+  } catch (...) {
+    node.finish();
+    throw;
+  }
+  node.finish();
+  return status;
+}
+
+}  // namespace
+
+void block_supervised_signals() {
+  sigset_t signals = interrupt_signals();
+  sigaddset(&signals, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+int run_join(const CliOptions& options) {
+  if (!options.verbosity.quiet) {
+    for (const auto& warning : options.warnings) {
+      std::fprintf(stderr, "gossip-rdzv: warning: %s\n", warning.c_str());
+    }
+  }
+  Node node(options.config);
+  node.start();
+  Assignment assignment = wait_with_progress(node, options);
+  int status = after_commit(node, assignment, options);
+  node.stop();
+  return status;
+}
+
+int run_seed(const CliOptions& options) {
+  Node node(options.config);
+  node.start();
+  std::printf("seed listening on %s (run id %s)\n", node.endpoint().c_str(),
+              options.config.run_id.c_str());
+  std::fflush(stdout);
+  int signal = 0;
+  while (signal == 0) signal = wait_for_interrupt(std::chrono::seconds(3600));
+  node.stop();
+  if (!options.verbosity.quiet)
+    std::fprintf(stderr, "gossip-rdzv: seed stopped (%s)\n", strsignal(signal));
+  return 0;
+}
+
+int run_members(const CliOptions& options) {
+  auto members =
+      query_members(options.query_endpoint, options.config.run_id, options.query_timeout);
+  std::cout << (options.format == OutputFormat::json ? members_json(members)
+                                                     : members_table(members))
+            << std::flush;
+  return 0;
+}
+
+}  // namespace gossip_rdzv::cli

@@ -1,0 +1,84 @@
+// Starts the workers of `gossip-rdzv join -- CMD ARGS` and supervises them the way a job
+// needs: the first failure decides the exit status and stops the others, so a job never
+// hangs on a half-dead group; SIGINT/SIGTERM given to us reach every worker.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gossip_rdzv::cli {
+
+struct WorkerSpec {
+  std::vector<std::string> argv;                         ///< argv[0] is looked up on PATH
+  std::vector<std::pair<std::string, std::string>> env;  ///< set on top of our environment
+};
+
+class Launcher {
+ public:
+  /// `kill_grace`: after SIGTERM, how long a worker may take before it gets SIGKILL.
+  explicit Launcher(std::chrono::milliseconds kill_grace = std::chrono::seconds(10));
+  /// Kills (SIGKILL) and reaps workers still running, e.g. when wait() was never called.
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  /// Starts one process per spec, each in its own process group (so a signal reaches the
+  /// whole tree a worker starts), with stdin/stdout/stderr inherited. Returns 0, or when a
+  /// worker cannot be started, kills those already started and returns 127 (not found) or
+  /// 126 (not executable) with exec_error() telling why.
+  int launch(const std::vector<WorkerSpec>& workers);
+
+  /// Waits for every worker. Returns 0 when all exit 0, else the status of the first to
+  /// fail: its exit code, or 128+N when killed by signal N. When one fails the others get
+  /// SIGTERM, then SIGKILL after the grace. SIGINT and SIGTERM received meanwhile are
+  /// forwarded (they are blocked in the calling thread while it waits; a multi-threaded
+  /// program must block them in every thread, see main.cpp).
+  int wait();
+
+  /// Sends `signal` to every running worker's process group; later ones get SIGKILL once
+  /// the grace has passed (checked by wait()).
+  void forward_signal(int signal);
+
+  /// The SIGINT or SIGTERM wait() received and forwarded, if any.
+  std::optional<int> received_signal() const { return received_signal_; }
+
+  /// Why launch() failed; empty after a successful launch.
+  const std::string& exec_error() const { return exec_error_; }
+
+  /// Per worker, in launch order: its status as wait() reports it; nullopt while running.
+  std::vector<std::optional<int>> statuses() const;
+
+  /// Process ids, in launch order.
+  std::vector<pid_t> pids() const;
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    std::optional<int> status;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  bool reap();
+  void terminate_running(int signal);
+  void kill_after_grace();
+  std::size_t running() const;
+
+  std::chrono::milliseconds kill_grace_;
+  std::vector<Worker> workers_;
+  std::optional<int> first_failure_;
+  std::optional<Clock::time_point> kill_deadline_;
+  bool killed_ = false;
+  std::optional<int> received_signal_;
+  std::string exec_error_;
+};
+
+/// The status a shell would report for a waitpid() status: exit code, or 128+signal.
+int shell_status(int wait_status);
+
+}  // namespace gossip_rdzv::cli

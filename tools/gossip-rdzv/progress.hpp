@@ -1,0 +1,50 @@
+// What `gossip-rdzv join` shows on stderr while it waits for the other nodes: a line
+// rewritten in place on a terminal, a log line every few seconds otherwise, nothing with
+// --quiet. Formatting is a pure function of the Progress snapshot and the clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "gossip_rdzv/node.hpp"
+
+namespace gossip_rdzv::cli {
+
+class ProgressDisplay {
+ public:
+  enum class Mode { live, log, silent };
+  using Clock = std::chrono::steady_clock;
+
+  /// The mode for stderr: live on a terminal, log otherwise, silent with --quiet.
+  static Mode mode_for_stderr(bool quiet);
+
+  ProgressDisplay(std::FILE* out, Mode mode,
+                  std::chrono::milliseconds log_interval = std::chrono::seconds(5));
+
+  /// Shows `progress` if the mode calls for it now (live: every call; log: every interval).
+  void update(const Progress& progress, Clock::time_point now);
+
+  /// Ends the live line so that what follows starts on a fresh line.
+  void finish();
+
+  /// "3/4 joined, waiting 1 more; last new member 2 s ago" and its variants.
+  static std::string describe(const Progress& progress,
+                              std::optional<std::chrono::seconds> since_last_new);
+
+ private:
+  std::optional<std::chrono::seconds> note_members(std::uint32_t alive, Clock::time_point now);
+
+  std::FILE* out_;
+  Mode mode_;
+  std::chrono::milliseconds log_interval_;
+  std::uint32_t last_alive_ = 0;
+  std::optional<Clock::time_point> last_new_member_;
+  std::optional<Clock::time_point> last_log_;
+  std::size_t live_width_ = 0;  ///< length of the line on screen, to blank its tail
+  std::string live_line_;       ///< the line on screen, not redrawn while unchanged
+};
+
+}  // namespace gossip_rdzv::cli
