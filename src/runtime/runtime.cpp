@@ -1,1 +1,259 @@
-// placeholder: being written
+#include "runtime/runtime.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace gossip_rdzv::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::Time;
+
+// The loop wakes at least this often even when the core asks for nothing, so stop() and
+// a clock jump are noticed promptly.
+constexpr std::chrono::milliseconds kMaxIdleWait{100};
+// Messages handled per step before the core gets a tick: bounds how long a flood can starve
+// the timers (probes, suspicion) that keep the view honest.
+constexpr std::size_t kMaxMessagesPerStep = 64;
+// One warning per sender per period about messages we cannot decode; the rest go to debug.
+constexpr Time kDecodeWarningPeriod = std::chrono::seconds(10);
+// Past this many distinct senders the warning memory is forgotten, so a flood of spoofed
+// senders cannot grow it without bound.
+constexpr std::size_t kMaxWarnedSenders = 4096;
+
+spdlog::level::level_enum level_from_environment() {
+  const char* text = std::getenv("GOSSIP_RDZV_LOG");
+  if (text == nullptr) return spdlog::level::info;
+  const std::string name(text);
+  const auto level = spdlog::level::from_str(name);
+  // from_str answers "off" for names it does not know; only "off" itself means off.
+  if (level == spdlog::level::off && name != "off") return spdlog::level::info;
+  return level;
+}
+
+std::shared_ptr<spdlog::logger> make_logger() {
+  if (auto existing = spdlog::get("gossip_rdzv")) return existing;
+  try {
+    auto created = spdlog::stderr_color_mt("gossip_rdzv");
+    created->set_level(level_from_environment());
+    return created;
+  } catch (const spdlog::spdlog_ex&) {
+    return spdlog::get("gossip_rdzv");  // registered by another thread meanwhile
+  }
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      out += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> instance = make_logger();
+  return instance;
+}
+
+Runtime::Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport)
+    : config_(config),
+      origin_(std::chrono::steady_clock::now()),
+      log_(logger()),
+      core_(std::move(config)),
+      transport_(std::move(transport)) {}
+
+Runtime::~Runtime() {
+  stop();
+}
+
+void Runtime::start() {
+  if (thread_.joinable() || !transport_) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Runtime::stop() {
+  stopping_ = true;
+  if (transport_) transport_->wake();
+  if (thread_.joinable()) thread_.join();
+  transport_.reset();  // closes sockets; queued messages get the transport's linger
+  {
+    std::lock_guard lock(mutex_);
+    state_.stopped = true;
+  }
+  changed_.notify_all();
+}
+
+protocol::Time Runtime::now() const {
+  return std::chrono::duration_cast<Time>(std::chrono::steady_clock::now() - origin_);
+}
+
+RuntimeState Runtime::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+bool Runtime::wait_until(const std::function<bool(const RuntimeState&)>& satisfied,
+                         std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_until(lock, deadline, [&] { return satisfied(state_); });
+}
+
+protocol::Snapshot Runtime::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return core_.snapshot();
+}
+
+void Runtime::run() {
+  try {
+    loop();
+  } catch (const std::exception& error) {
+    log_->error("gossip-rdzv event loop stopped by an internal error (please report it): {}",
+                error.what());
+    std::lock_guard lock(mutex_);
+    state_.loop_failure = error.what();
+  }
+  changed_.notify_all();
+}
+
+void Runtime::loop() {
+  {
+    std::lock_guard lock(mutex_);
+    core_.start(now());
+  }
+  std::vector<Bytes> inbound;
+  while (!stopping_) {
+    const auto outgoing = step(now(), inbound);
+    changed_.notify_all();
+    for (const auto& out : outgoing) {
+      log_->trace("-> {} to {}", protocol::to_string(protocol::message_type(out.msg.body)), out.to);
+      if (!transport_->send(out.to, protocol::encode(out.msg))) {
+        log_->debug("dropped a {} to {}: its queue is full",
+                    protocol::to_string(protocol::message_type(out.msg.body)), out.to);
+      }
+    }
+    if (stopping_) break;
+    inbound = receive_batch();
+  }
+}
+
+std::vector<Runtime::Bytes> Runtime::receive_batch() {
+  std::vector<Bytes> batch;
+  auto first = transport_->receive(time_to_wakeup());
+  if (!first) return batch;
+  batch.push_back(std::move(*first));
+  while (batch.size() < kMaxMessagesPerStep) {
+    auto more = transport_->receive(0ms);
+    if (!more) break;
+    batch.push_back(std::move(*more));
+  }
+  return batch;
+}
+
+std::chrono::milliseconds Runtime::time_to_wakeup() const {
+  Time next;
+  {
+    std::lock_guard lock(mutex_);
+    next = core_.next_wakeup();
+  }
+  const auto until = std::chrono::ceil<std::chrono::milliseconds>(next - now());
+  return std::clamp(until, 0ms, kMaxIdleWait);
+}
+
+std::vector<protocol::Outgoing> Runtime::step(Time now, const std::vector<Bytes>& inbound) {
+  std::vector<protocol::Outgoing> outgoing;
+  std::lock_guard lock(mutex_);
+  for (const auto& bytes : inbound) handle_bytes(now, bytes);
+  if (now >= core_.next_wakeup()) core_.on_tick(now);
+  while (auto out = core_.poll_send()) outgoing.push_back(std::move(*out));
+  while (auto event = core_.poll_event()) apply_event(*event);
+  state_.done = core_.done();
+  return outgoing;
+}
+
+void Runtime::handle_bytes(Time now, const Bytes& bytes) {
+  protocol::DecodeResult result = protocol::decode(bytes.data(), bytes.size());
+  if (result.ok()) {
+    const protocol::Envelope& envelope = result.envelope();
+    log_->trace("<- {} from {}", protocol::to_string(protocol::message_type(envelope.body)),
+                printable(envelope.sender));
+    core_.on_message(now, envelope);
+    return;
+  }
+  const protocol::DecodeError& error = result.error();
+  if (error.kind == protocol::DecodeError::Kind::version_mismatch && error.header &&
+      !error.header->sender.empty()) {
+    // Its body may be of a layout we do not know, but the header names who to refuse.
+    core_.on_version_mismatch(now, error.header->sender, error.header->version);
+    return;
+  }
+  warn_undecodable(now, error);
+}
+
+void Runtime::warn_undecodable(Time now, const protocol::DecodeError& error) {
+  const std::string sender = error.header ? error.header->sender : std::string();
+  if (last_decode_warning_.size() >= kMaxWarnedSenders) last_decode_warning_.clear();
+  const auto previous = last_decode_warning_.find(sender);
+  if (previous != last_decode_warning_.end() && now - previous->second < kDecodeWarningPeriod) {
+    log_->debug("ignored a message: {}", protocol::describe(error));
+    return;
+  }
+  last_decode_warning_[sender] = now;
+  log_->warn(
+      "ignored a message that is not valid gossip-rdzv (more from this sender are "
+      "logged at debug level for 10 s): {}",
+      protocol::describe(error));
+}
+
+void Runtime::apply_event(const protocol::Event& event) {
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, protocol::JoinedCluster>) {
+          log_->info("joined the cluster via {}", printable(e.via));
+          state_.joined = true;
+          state_.joined_via = e.via;
+        } else if constexpr (std::is_same_v<E, protocol::MemberUp>) {
+          log_->info("member up: {} {} (nproc {})", printable(e.member.hostname),
+                     printable(e.member.endpoint), e.member.nproc);
+        } else if constexpr (std::is_same_v<E, protocol::MemberSuspected>) {
+          log_->debug("member suspected: {}", printable(e.endpoint));
+        } else if constexpr (std::is_same_v<E, protocol::MemberDead>) {
+          log_->info("member dead: {}", printable(e.endpoint));
+        } else if constexpr (std::is_same_v<E, protocol::Committed>) {
+          const Assignment& a = e.assignment;
+          log_->info(
+              "committed round {}: {} nodes, world size {}, this node is node rank {}, "
+              "master {}:{}",
+              a.round, a.nnodes(), a.world_size, a.my_node_rank, a.master_addr, a.master_port);
+          state_.assignment = a;
+        } else if constexpr (std::is_same_v<E, protocol::NotAdmitted>) {
+          log_->warn("round {} closed with {} nodes without this node", e.round, e.view_size);
+          state_.not_admitted = e;
+        } else if constexpr (std::is_same_v<E, protocol::PeerRefused>) {
+          if (e.by_us) {
+            log_->warn("refused {}: {}", printable(e.peer), printable(e.detail));
+          } else {
+            log_->warn("{} refused this node: {}", printable(e.peer), printable(e.detail));
+          }
+          state_.refusals.push_back(e);
+        } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
+          log_->error("{}", printable(e.message));
+          if (!state_.fatal) state_.fatal = e;
+        }
+      },
+      event);
+}
+
+}  // namespace gossip_rdzv::runtime

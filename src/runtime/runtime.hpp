@@ -1,0 +1,103 @@
+// The event loop: one thread that reads the clock, feeds the protocol core what the transport
+// receives, sends what the core wants sent, and publishes the core's events to other threads.
+// It knows no protocol rules; it only drives protocol::Core.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "gossip_rdzv/assignment.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/core.hpp"
+#include "transport/zmq_transport.hpp"
+
+namespace gossip_rdzv::runtime {
+
+/// What the loop has learned from the core's events, for threads waiting on an outcome.
+struct RuntimeState {
+  bool joined = false;
+  std::string joined_via;
+  std::optional<Assignment> assignment;
+  std::optional<protocol::Fatal> fatal;
+  std::optional<protocol::NotAdmitted> not_admitted;
+  std::vector<protocol::PeerRefused> refusals;  ///< both directions, first one per peer
+  bool done = false;                            ///< core.done(): finish() may return
+  bool stopped = false;                         ///< stop() was called
+  std::optional<std::string> loop_failure;      ///< the loop died of an exception (a bug)
+};
+
+class Runtime {
+ public:
+  /// `transport` is already bound; from start() on only the loop thread uses it.
+  Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport);
+  /// Stops the loop if still running.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Starts the core and the loop thread.
+  void start();
+  /// Stops the loop and closes the sockets (waiting at most the transport's linger so the
+  /// last messages get out). Idempotent.
+  void stop();
+
+  RuntimeState state() const;
+  /// Blocks until `satisfied(state)` or `deadline`; returns whether it was satisfied.
+  bool wait_until(const std::function<bool(const RuntimeState&)>& satisfied,
+                  std::chrono::steady_clock::time_point deadline) const;
+  protocol::Snapshot snapshot() const;
+  /// Time on the core's clock (since this runtime was created).
+  protocol::Time now() const;
+  const protocol::CoreConfig& config() const { return config_; }
+
+ private:
+  using Bytes = transport::Bytes;
+
+  void run();
+  void loop();
+  std::vector<Bytes> receive_batch();
+  std::chrono::milliseconds time_to_wakeup() const;
+  void handle_bytes(protocol::Time now, const Bytes& bytes);
+  void warn_undecodable(protocol::Time now, const protocol::DecodeError& error);
+  std::vector<protocol::Outgoing> step(protocol::Time now, const std::vector<Bytes>& inbound);
+  void apply_event(const protocol::Event& event);
+
+  const protocol::CoreConfig config_;
+  const std::chrono::steady_clock::time_point origin_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  mutable std::mutex mutex_;  ///< guards core_ and state_
+  mutable std::condition_variable changed_;
+  protocol::Core core_;
+  RuntimeState state_;
+
+  std::unique_ptr<transport::ZmqTransport> transport_;  ///< loop thread only, after start()
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+  /// Last warning about an undecodable message, per sender ("" when unknown).
+  std::unordered_map<std::string, protocol::Time> last_decode_warning_;
+};
+
+/// `text` with control characters and non-ASCII bytes written as \xNN, for strings that came
+/// from the wire (host names, refusal details): a hostile peer cannot forge log lines or
+/// terminal escapes through them.
+std::string printable(std::string_view text);
+
+/// The library's logger ("gossip_rdzv", to stderr). Its level comes from the environment
+/// variable GOSSIP_RDZV_LOG (trace, debug, info, warn, error; default info); a program may
+/// replace it by registering its own logger of that name before first use.
+std::shared_ptr<spdlog::logger> logger();
+
+}  // namespace gossip_rdzv::runtime

@@ -1,0 +1,45 @@
+// A plain TCP socket bound on 127.0.0.1 with an OS-picked port, for integration tests that
+// need a port held by "another program" (listening) or a port known to refuse (bound only).
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace gossip_rdzv::testing {
+
+class LoopbackSocket {
+ public:
+  enum class Mode { bound_only, listening };
+
+  explicit LoopbackSocket(Mode mode) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      throw std::runtime_error("cannot bind a loopback test socket");
+    }
+    if (mode == Mode::listening && ::listen(fd_, 16) != 0) {
+      throw std::runtime_error("cannot listen on a loopback test socket");
+    }
+    socklen_t length = sizeof address;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+  }
+  ~LoopbackSocket() { ::close(fd_); }
+  LoopbackSocket(const LoopbackSocket&) = delete;
+  LoopbackSocket& operator=(const LoopbackSocket&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace gossip_rdzv::testing

@@ -1,0 +1,383 @@
+// gossip_rdzv::Node on real loopback sockets: config checks, a 4-node rendezvous in one
+// process, and the errors a user meets (other run id, silent seed, join timeout).
+#include "gossip_rdzv/node.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "loopback_socket.hpp"
+#include "protocol/codec.hpp"
+#include "transport/zmq_transport.hpp"
+
+namespace gossip_rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+using gossip_rdzv::testing::LoopbackSocket;
+using Clock = std::chrono::steady_clock;
+
+// A port nobody listens on right now (the OS picked it and we released it).
+std::uint16_t free_port() {
+  return LoopbackSocket(LoopbackSocket::Mode::bound_only).port();
+}
+
+std::string loopback(std::uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+Config local_config(std::uint32_t nodes, const std::string& seed) {
+  Config config;
+  config.run_id = "it-node";
+  config.seeds = {seed};
+  config.listen_host = "127.0.0.1";
+  config.listen_port = 0;
+  config.min_nodes = config.max_nodes = nodes;
+  config.nproc_per_node = 2;
+  config.join_timeout = 10s;  // an upper bound only: loopback rendezvous take well under 1 s
+  config.timing = Timing::local();
+  return config;
+}
+
+// The first node of a cluster listens on a fixed free port and names itself as the seed,
+// as `gossip-rdzv join --seed node0:PORT` does on node0.
+std::unique_ptr<Node> start_seed_node(std::uint32_t nodes, const std::string& hostname) {
+  const std::uint16_t port = free_port();
+  Config config = local_config(nodes, loopback(port));
+  config.listen_port = port;
+  config.hostname = hostname;
+  auto node = std::make_unique<Node>(config);
+  node->start();
+  return node;
+}
+
+std::unique_ptr<Node> start_node(std::uint32_t nodes, const std::string& seed,
+                                 const std::string& hostname) {
+  Config config = local_config(nodes, seed);
+  config.hostname = hostname;
+  auto node = std::make_unique<Node>(config);
+  node->start();
+  return node;
+}
+
+ErrorCode code_of(const std::function<void()>& action, std::string* message = nullptr) {
+  try {
+    action();
+  } catch (const Error& error) {
+    if (message) *message = error.what();
+    return error.code();
+  }
+  return ErrorCode::ok;
+}
+
+// ---- config checks --------------------------------------------------------------------------
+
+struct BadConfig {
+  const char* name;
+  std::function<void(Config&)> spoil;
+  const char* named_in_message;
+};
+
+TEST(NodeConfig, RejectsEachBadFieldNamingIt) {
+  const std::vector<BadConfig> cases = {
+      {"min zero", [](Config& c) { c.min_nodes = 0; }, "min_nodes"},
+      {"min > max",
+       [](Config& c) {
+         c.min_nodes = 5;
+         c.max_nodes = 4;
+       },
+       "MIN <= MAX"},
+      {"nproc zero", [](Config& c) { c.nproc_per_node = 0; }, "nproc"},
+      {"rank too big", [](Config& c) { c.node_rank = 4; }, "node_rank 4"},
+      {"no seeds", [](Config& c) { c.seeds.clear(); }, "--seed"},
+      {"bad seed", [](Config& c) { c.seeds = {"node0:99999"}; }, "node0:99999"},
+      {"empty run id", [](Config& c) { c.run_id = ""; }, "run_id"},
+      {"bad run id", [](Config& c) { c.run_id = "job 42"; }, "job 42"},
+      {"long run id", [](Config& c) { c.run_id = std::string(65, 'a'); }, "run_id"},
+  };
+  for (const auto& bad : cases) {
+    Config config = local_config(4, "127.0.0.1:29400");
+    bad.spoil(config);
+    std::string message;
+    EXPECT_EQ(code_of([&] { Node node(config); }, &message), ErrorCode::usage) << bad.name;
+    EXPECT_NE(message.find(bad.named_in_message), std::string::npos) << bad.name << ": " << message;
+  }
+}
+
+TEST(NodeConfig, DedicatedSeedNeedsNoSeeds) {
+  Config config = local_config(4, "unused:1");
+  config.seeds.clear();
+  config.dedicated_seed = true;
+  EXPECT_EQ(code_of([&] { Node node(config); }), ErrorCode::ok);
+}
+
+TEST(NodeConfig, AcceptsASeedWithoutPort) {
+  Config config = local_config(4, "node0");
+  EXPECT_EQ(code_of([&] { Node node(config); }), ErrorCode::ok);
+}
+
+// ---- start failures -------------------------------------------------------------------------
+
+TEST(NodeStart, UnresolvableSeedIsNamed) {
+  Node node(local_config(2, "no-such-seed.invalid:29400"));
+  std::string message;
+  EXPECT_EQ(code_of([&] { node.start(); }, &message), ErrorCode::seed_unresolved);
+  EXPECT_NE(message.find("no-such-seed.invalid"), std::string::npos) << message;
+}
+
+TEST(NodeStart, ListenPortInUseNamesThisProcess) {
+  LoopbackSocket held(LoopbackSocket::Mode::listening);
+  Config config = local_config(2, "127.0.0.1:1");
+  config.listen_port = held.port();
+  Node node(config);
+  std::string message;
+  EXPECT_EQ(code_of([&] { node.start(); }, &message), ErrorCode::listen_failed);
+  EXPECT_NE(message.find(std::to_string(held.port())), std::string::npos) << message;
+  EXPECT_NE(message.find("pid " + std::to_string(::getpid())), std::string::npos) << message;
+}
+
+TEST(NodeStart, StartTwiceIsAUsageError) {
+  auto node = start_seed_node(1, "solo");
+  EXPECT_EQ(code_of([&] { node->start(); }), ErrorCode::usage);
+}
+
+TEST(NodeStart, WaitBeforeStartIsAUsageError) {
+  Node node(local_config(1, "127.0.0.1:1"));
+  EXPECT_EQ(code_of([&] { node.wait(); }), ErrorCode::usage);
+}
+
+// ---- rendezvous -------------------------------------------------------------------------------
+
+TEST(NodeRendezvous, SingleNodeSeedOfItselfCommitsAlone) {
+  auto node = start_seed_node(1, "solo");
+  const Assignment assignment = node->wait();
+  EXPECT_EQ(assignment.nnodes(), 1u);
+  EXPECT_EQ(assignment.world_size, 2u);
+  EXPECT_EQ(assignment.master_addr, "127.0.0.1");
+  EXPECT_NE(assignment.master_port, 0);
+  EXPECT_EQ(assignment.me().endpoint, node->endpoint());
+  node->finish();
+}
+
+TEST(NodeRendezvous, FourNodesConvergeToIdenticalAssignments) {
+  std::vector<std::unique_ptr<Node>> nodes;
+  nodes.push_back(start_seed_node(4, "node0"));
+  const std::string seed = nodes[0]->endpoint();
+  for (int i = 1; i < 4; ++i) nodes.push_back(start_node(4, seed, "node" + std::to_string(i)));
+
+  std::vector<std::future<Assignment>> waits;
+  for (auto& node : nodes) {
+    waits.push_back(std::async(std::launch::async, [&node] { return node->wait(); }));
+  }
+  std::vector<Assignment> assignments;
+  for (auto& wait : waits) assignments.push_back(wait.get());
+
+  std::set<std::uint32_t> my_ranks;
+  for (std::size_t i = 0; i < assignments.size(); ++i) {
+    const Assignment& a = assignments[i];
+    EXPECT_EQ(a.run_id, "it-node");
+    EXPECT_EQ(a.world_size, 8u);
+    ASSERT_EQ(a.nnodes(), 4u);
+    EXPECT_EQ(a.me().endpoint, nodes[i]->endpoint());
+    my_ranks.insert(a.my_node_rank);
+    // Everything but "which one am I" is the same on every node.
+    EXPECT_EQ(a.master_addr, assignments[0].master_addr);
+    EXPECT_EQ(a.master_port, assignments[0].master_port);
+    EXPECT_EQ(a.round, assignments[0].round);
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      EXPECT_EQ(a.nodes[r].endpoint, assignments[0].nodes[r].endpoint);
+      EXPECT_EQ(a.nodes[r].rank_offset, 2 * r);
+      EXPECT_EQ(a.nodes[r].hostname, "node" + std::to_string(r));  // natural host name order
+    }
+  }
+  EXPECT_EQ(my_ranks.size(), 4u);
+  for (auto& node : nodes) node->finish();
+  for (auto& node : nodes) EXPECT_TRUE(node->try_assignment().has_value());
+}
+
+TEST(NodeRendezvous, ProgressListsTheMembersAfterCommit) {
+  auto first = start_seed_node(2, "alpha");
+  auto second = start_node(2, first->endpoint(), "beta");
+  first->wait();
+  second->wait();
+  const Progress progress = second->progress();
+  EXPECT_TRUE(progress.joined);
+  EXPECT_TRUE(progress.committed);
+  EXPECT_EQ(progress.min_nodes, 2u);
+  EXPECT_EQ(progress.members.size(), 2u);
+  EXPECT_EQ(progress.alive(), 2u);
+}
+
+TEST(NodeRendezvous, QueryMembersListsTheMembers) {
+  auto first = start_seed_node(2, "alpha");
+  auto second = start_node(2, first->endpoint(), "beta");
+  first->wait();
+  second->wait();
+  const auto rows = query_members(first->endpoint(), "it-node", 5s);
+  std::set<std::string> hostnames;
+  for (const auto& row : rows) {
+    hostnames.insert(row.hostname);
+    EXPECT_EQ(row.status, "alive");
+  }
+  EXPECT_EQ(hostnames, (std::set<std::string>{"alpha", "beta"}));
+}
+
+TEST(NodeRendezvous, QueryMembersWithAnotherRunIdIsRefused) {
+  auto node = start_seed_node(1, "solo");
+  std::string message;
+  EXPECT_EQ(code_of([&] { query_members(node->endpoint(), "other-run", 5s); }, &message),
+            ErrorCode::run_id_mismatch);
+  EXPECT_NE(message.find("other-run"), std::string::npos) << message;
+  EXPECT_NE(message.find("it-node"), std::string::npos) << message;
+}
+
+TEST(NodeRendezvous, QueryMembersOfAClosedPortSaysNothingListens) {
+  const std::uint16_t port = free_port();
+  std::string message;
+  EXPECT_EQ(code_of([&] { query_members(loopback(port), "it-node", 500ms); }, &message),
+            ErrorCode::seed_unreachable);
+  EXPECT_NE(message.find("nothing listens"), std::string::npos) << message;
+}
+
+TEST(NodeRendezvous, SurvivesGarbageOnItsPort) {
+  auto first = start_seed_node(2, "alpha");
+  {
+    transport::ZmqTransport vandal("127.0.0.1", 0);
+    for (int i = 0; i < 50; ++i) {
+      vandal.send(first->endpoint(), transport::Bytes(static_cast<std::size_t>(i), 0xc1));
+    }
+  }
+  auto second = start_node(2, first->endpoint(), "beta");
+  EXPECT_EQ(first->wait().nnodes(), 2u);
+  EXPECT_EQ(second->wait().nnodes(), 2u);
+}
+
+// ---- failures during the rendezvous ----------------------------------------------------------
+
+TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
+  auto member = start_seed_node(2, "alpha");
+  Config config = local_config(2, member->endpoint());
+  config.run_id = "another-job";
+  Node stranger(config);
+  stranger.start();
+  const auto started = Clock::now();
+  std::string message;
+  EXPECT_EQ(code_of([&] { stranger.wait(); }, &message), ErrorCode::run_id_mismatch);
+  EXPECT_LT(Clock::now() - started, 5s) << "a refusal by the only seed should end the wait";
+  EXPECT_NE(message.find("another-job"), std::string::npos) << message;
+  EXPECT_NE(message.find("it-node"), std::string::npos) << message;
+  EXPECT_NE(message.find("--run-id"), std::string::npos) << message;
+}
+
+TEST(NodeFailure, ClosedSeedPortGivesSeedUnreachableNothingListens) {
+  const std::uint16_t closed = free_port();
+  Config config = local_config(2, loopback(closed));
+  config.join_timeout = 1500ms;
+  Node node(config);
+  node.start();
+  const auto started = Clock::now();
+  std::string message;
+  EXPECT_EQ(code_of([&] { node.wait(); }, &message), ErrorCode::seed_unreachable);
+  EXPECT_LT(Clock::now() - started, 1500ms + 3s);  // join timeout + one probe
+  EXPECT_NE(message.find("nothing listens on " + loopback(closed)), std::string::npos) << message;
+}
+
+TEST(NodeFailure, SeedThatIsAnotherServiceIsNamedAsSuch) {
+  LoopbackSocket other_service(LoopbackSocket::Mode::listening);  // accepts TCP, never answers
+  Config config = local_config(2, loopback(other_service.port()));
+  config.join_timeout = 1s;
+  Node node(config);
+  node.start();
+  std::string message;
+  EXPECT_EQ(code_of([&] { node.wait(); }, &message), ErrorCode::seed_unreachable);
+  EXPECT_NE(message.find("accepts connections but never answered"), std::string::npos) << message;
+}
+
+// A fake seed of a newer protocol version: it answers every message with a Refuse whose
+// header carries its version, which this build cannot decode beyond the header.
+TEST(NodeFailure, SeedOfAnotherVersionGivesVersionMismatch) {
+  transport::ZmqTransport fake_seed("127.0.0.1", 0);
+  const std::string fake_endpoint = loopback(fake_seed.bound_port());
+  Node node(local_config(2, fake_endpoint));
+  node.start();
+  auto outcome = std::async(std::launch::async, [&] {
+    std::string message;
+    const ErrorCode code = code_of([&] { node.wait(); }, &message);
+    return std::make_pair(code, message);
+  });
+  while (outcome.wait_for(0ms) != std::future_status::ready) {
+    const auto bytes = fake_seed.receive(50ms);
+    if (!bytes) continue;
+    const auto join = protocol::decode(*bytes);
+    if (!join.ok()) continue;
+    protocol::Envelope refuse;
+    refuse.version = protocol::kProtocolVersion + 1;
+    refuse.run_id = "it-node";
+    refuse.sender = fake_endpoint;
+    refuse.body = protocol::Refuse{protocol::RefuseReason::version_mismatch, "future seed"};
+    fake_seed.send(join.envelope().sender, protocol::encode(refuse));
+  }
+  const auto [code, message] = outcome.get();
+  EXPECT_EQ(code, ErrorCode::version_mismatch) << message;
+  EXPECT_NE(message.find(fake_endpoint), std::string::npos) << message;
+  EXPECT_NE(message.find("same gossip-rdzv version"), std::string::npos) << message;
+}
+
+TEST(NodeFailure, JoinTimeoutNamesWhoJoinedAndHowManyAreMissing) {
+  auto first = start_seed_node(3, "alpha");
+  Config config = local_config(3, first->endpoint());
+  config.hostname = "beta";
+  config.join_timeout = 1500ms;
+  Node second(config);
+  second.start();
+  std::string message;
+  EXPECT_EQ(code_of([&] { second.wait(); }, &message), ErrorCode::join_timeout);
+  EXPECT_NE(message.find("2 of 3 nodes joined"), std::string::npos) << message;
+  EXPECT_NE(message.find("alpha"), std::string::npos) << message;
+  EXPECT_NE(message.find("1 still missing"), std::string::npos) << message;
+}
+
+TEST(NodeFailure, SilentMemberIsReportedWithWhenItWasLastHeard) {
+  const std::uint16_t port = free_port();
+  Config config = local_config(3, loopback(port));
+  config.listen_port = port;
+  config.hostname = "alpha";
+  config.join_timeout = 4s;  // past Timing::local()'s suspicion (about 1 s)
+  Node first(config);
+  first.start();
+  auto second = start_node(3, first.endpoint(), "beta");
+  // Wait until alpha has heard beta, then let beta vanish.
+  const auto deadline = Clock::now() + 3s;
+  while (first.progress().alive() < 2 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);  // polling a condition with a deadline
+  }
+  ASSERT_EQ(first.progress().alive(), 2u);
+  second.reset();
+
+  std::string message;
+  EXPECT_EQ(code_of([&] { first.wait(); }, &message), ErrorCode::join_timeout);
+  EXPECT_NE(message.find("1 of 3 nodes joined"), std::string::npos) << message;
+  EXPECT_NE(message.find("Seen and then silent: beta"), std::string::npos) << message;
+  EXPECT_NE(message.find("ago"), std::string::npos) << message;
+}
+
+TEST(NodeLifecycle, StopIsIdempotentAndQuick) {
+  auto node = start_seed_node(2, "alone");
+  const auto started = Clock::now();
+  node->stop();
+  node->stop();
+  node.reset();
+  EXPECT_LT(Clock::now() - started, 2s);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv

@@ -1,0 +1,162 @@
+// Runtime: the event loop between a real ZmqTransport and protocol::Core, driven over
+// loopback by a test transport that speaks raw protocol messages.
+#include "runtime/runtime.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "protocol/codec.hpp"
+
+namespace gossip_rdzv::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::string loopback(std::uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+// A one-node cluster (no seeds: it is its own seed) on an OS-picked loopback port.
+std::unique_ptr<Runtime> single_node_runtime() {
+  auto transport = std::make_unique<transport::ZmqTransport>("127.0.0.1", 0);
+  protocol::CoreConfig config;
+  config.self.endpoint = loopback(transport->bound_port());
+  config.self.node_id = 7;
+  config.self.generation = 1;
+  config.self.host = "127.0.0.1";
+  config.self.hostname = "solo";
+  config.self.master_port = 29500;
+  config.run_id = "it-runtime";
+  config.timing = Timing::local();
+  config.rng_seed = 42;
+  auto runtime = std::make_unique<Runtime>(config, std::move(transport));
+  runtime->start();
+  return runtime;
+}
+
+// The test's side of the conversation: its own inbox, and raw envelopes to the runtime.
+class Client {
+ public:
+  Client() : transport_("127.0.0.1", 0) {}
+  std::string endpoint() const { return loopback(transport_.bound_port()); }
+
+  void send(const std::string& to, protocol::Envelope envelope) {
+    envelope.sender = endpoint();
+    transport_.send(to, protocol::encode(envelope));
+  }
+  void send_raw(const std::string& to, const transport::Bytes& bytes) {
+    transport_.send(to, bytes);
+  }
+
+  /// The next message that decodes, waiting until `deadline_after`.
+  std::optional<protocol::Envelope> receive(std::chrono::milliseconds deadline_after) {
+    const auto deadline = Clock::now() + deadline_after;
+    while (Clock::now() < deadline) {
+      auto bytes = transport_.receive(50ms);
+      if (!bytes) continue;
+      auto result = protocol::decode(*bytes);
+      if (result.ok()) return result.envelope();
+    }
+    return std::nullopt;
+  }
+
+ private:
+  transport::ZmqTransport transport_;
+};
+
+protocol::Envelope query(const std::string& run_id, std::uint16_t version) {
+  protocol::Envelope envelope;
+  envelope.version = version;
+  envelope.run_id = run_id;
+  envelope.body = protocol::Query{};
+  return envelope;
+}
+
+TEST(Runtime, SingleNodeCommitsAndPublishesTheOutcome) {
+  auto runtime = single_node_runtime();
+  const bool committed = runtime->wait_until(
+      [](const RuntimeState& s) { return s.assignment.has_value(); }, Clock::now() + 10s);
+  ASSERT_TRUE(committed);
+  const RuntimeState state = runtime->state();
+  EXPECT_TRUE(state.joined);
+  EXPECT_EQ(state.assignment->nnodes(), 1u);
+  EXPECT_EQ(state.assignment->master_port, 29500);
+  EXPECT_TRUE(runtime->snapshot().committed);
+  EXPECT_TRUE(
+      runtime->wait_until([](const RuntimeState& s) { return s.done; }, Clock::now() + 10s));
+}
+
+TEST(Runtime, AnswersAQuery) {
+  auto runtime = single_node_runtime();
+  Client client;
+  client.send(runtime->config().self.endpoint, query("it-runtime", protocol::kProtocolVersion));
+  const auto reply = client.receive(5s);
+  ASSERT_TRUE(reply.has_value());
+  const auto* members = std::get_if<protocol::QueryReply>(&reply->body);
+  ASSERT_NE(members, nullptr);
+  ASSERT_EQ(members->members.size(), 1u);
+  EXPECT_EQ(members->members[0].ann.hostname, "solo");
+}
+
+TEST(Runtime, RefusesAnotherRunId) {
+  auto runtime = single_node_runtime();
+  Client client;
+  client.send(runtime->config().self.endpoint, query("someone-else", protocol::kProtocolVersion));
+  const auto reply = client.receive(5s);
+  ASSERT_TRUE(reply.has_value());
+  const auto* refuse = std::get_if<protocol::Refuse>(&reply->body);
+  ASSERT_NE(refuse, nullptr);
+  EXPECT_EQ(refuse->reason, protocol::RefuseReason::run_id_mismatch);
+  EXPECT_TRUE(runtime->wait_until([](const RuntimeState& s) { return !s.refusals.empty(); },
+                                  Clock::now() + 5s));
+  EXPECT_TRUE(runtime->state().refusals.front().by_us);
+}
+
+TEST(Runtime, RefusesAnotherProtocolVersionItCannotDecode) {
+  auto runtime = single_node_runtime();
+  Client client;
+  client.send(runtime->config().self.endpoint, query("it-runtime", protocol::kProtocolVersion + 1));
+  const auto reply = client.receive(5s);
+  ASSERT_TRUE(reply.has_value());
+  const auto* refuse = std::get_if<protocol::Refuse>(&reply->body);
+  ASSERT_NE(refuse, nullptr);
+  EXPECT_EQ(refuse->reason, protocol::RefuseReason::version_mismatch);
+}
+
+TEST(Runtime, GarbageDoesNotStopTheLoop) {
+  auto runtime = single_node_runtime();
+  Client client;
+  const std::string target = runtime->config().self.endpoint;
+  for (int i = 0; i < 200; ++i) {
+    client.send_raw(
+        target, transport::Bytes(static_cast<std::size_t>(i % 17), static_cast<std::uint8_t>(i)));
+  }
+  client.send(target, query("it-runtime", protocol::kProtocolVersion));
+  const auto reply = client.receive(5s);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_NE(std::get_if<protocol::QueryReply>(&reply->body), nullptr);
+  EXPECT_FALSE(runtime->state().loop_failure.has_value());
+}
+
+TEST(Runtime, StopIsIdempotentAndWakesWaiters) {
+  auto runtime = single_node_runtime();
+  const auto started = Clock::now();
+  runtime->stop();
+  runtime->stop();
+  EXPECT_TRUE(
+      runtime->wait_until([](const RuntimeState& s) { return s.stopped; }, Clock::now() + 1s));
+  EXPECT_LT(Clock::now() - started, 2s);
+}
+
+TEST(RuntimeText, PrintableEscapesControlCharacters) {
+  EXPECT_EQ(printable("node7"), "node7");
+  EXPECT_EQ(printable("a\nb\x1b[31m"), "a\\x0ab\\x1b[31m");
+  EXPECT_EQ(printable("back\\slash"), "back\\x5cslash");
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::runtime
