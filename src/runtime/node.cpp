@@ -507,9 +507,12 @@ Error not_admitted_error(const Config& config, const protocol::NotAdmitted& even
                              event.round));
   }
   return Error(ErrorCode::not_admitted,
-               fmt::format("the round closed with {} nodes (--nnodes {} reached) before this "
-                           "node was admitted; it can join the next round, or start fewer nodes",
-                           event.view_size, sizes_text(config.min_nodes, config.max_nodes)));
+               fmt::format("this node was not admitted: the round closed with {} nodes "
+                           "(--nnodes {}) without it, because more nodes were started with run "
+                           "id '{}' than the job takes. Start at most {} nodes, raise the MAX "
+                           "of --nnodes, or give this node another --run-id",
+                           event.view_size, sizes_text(config.min_nodes, config.max_nodes),
+                           config.run_id, config.max_nodes));
 }
 
 std::vector<MemberProgress> progress_rows(const protocol::Snapshot& snapshot, protocol::Time now) {
