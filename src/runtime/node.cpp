@@ -2,6 +2,7 @@
 // core's config and turns the runtime's outcome into an Assignment or an Error that names
 // the cause and the fix.
 #include "gossip_rdzv/node.hpp"
+#include "transport/file_descriptor.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -51,19 +52,7 @@ constexpr std::uint32_t kMaxNodes = static_cast<std::uint32_t>(protocol::kMaxLis
 
 // ---- small socket helpers ------------------------------------------------------------------
 
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using transport::FileDescriptor;
 
 bool is_ipv6(const std::string& host) {
   return host.find(':') != std::string::npos;

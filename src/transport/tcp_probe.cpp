@@ -1,5 +1,7 @@
 #include "transport/tcp_probe.hpp"
 
+#include "transport/file_descriptor.hpp"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -19,20 +21,6 @@ struct AddrInfoDeleter {
   void operator()(addrinfo* list) const { freeaddrinfo(list); }
 };
 using AddrInfoList = std::unique_ptr<addrinfo, AddrInfoDeleter>;
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 ProbeResult from_errno(int error) {
   ProbeOutcome outcome = ProbeOutcome::unreachable;
