@@ -111,7 +111,8 @@ std::optional<std::vector<MemberKey>> Agreement::candidate(Time now, const Membe
     seen_table_version_ = table.version();
     live_.clear();
     for (const auto& [endpoint, row] : table.rows()) {  // rows are sorted by endpoint
-      if (row.status != MemberStatus::dead) live_.push_back(MemberKey{endpoint, row.ann.generation});
+      if (row.status != MemberStatus::dead)
+        live_.push_back(MemberKey{endpoint, row.ann.generation});
     }
   }
   std::vector<MemberKey> live = live_;
@@ -266,6 +267,7 @@ bool Agreement::step(Time now, const MemberTable& table) {
   }
   if (not_admitted_) return false;
   const bool deadline_passed = last_call_end_ && now >= *last_call_end_;
+  if (deadline_passed) last_call_end_.reset();  // candidate() sets it again if still waiting
   if (!dirty_ && stepped_version_ == table.version() && !deadline_passed) return false;
   dirty_ = false;
   stepped_version_ = table.version();
@@ -274,15 +276,23 @@ bool Agreement::step(Time now, const MemberTable& table) {
   changed = release_if_dead() || changed;
   changed = choose_held(now, table) || changed;
   changed = advance(table) || changed;
-  // Views below the one we hold (or beyond the newest few) no longer decide anything here.
-  while (views_.size() > 1) {
-    auto lowest = views_.begin();
-    const bool below_held = held_ && lowest->first < *held_;
-    if (!below_held && views_.size() <= kMaxKeptViews) break;
-    if (committed_ && lowest->first == *committed_) break;
-    views_.erase(lowest);
-  }
+  prune();
   return changed;
+}
+
+void Agreement::prune() {
+  // Views below the one we hold no longer decide anything here, and of the rest the newest
+  // few are enough (release proofs come from views above ours). Never drop the held view.
+  for (auto it = views_.begin(); it != views_.end();) {
+    const bool below_held = held_ && it->first < *held_;
+    const bool too_many = views_.size() > kMaxKeptViews;
+    const bool keep = (held_ && it->first == *held_) || (committed_ && it->first == *committed_);
+    if (keep || (!below_held && !too_many)) {
+      ++it;
+      continue;
+    }
+    it = views_.erase(it);
+  }
 }
 
 std::vector<ViewClaim> Agreement::claims_to_send() const {

@@ -78,7 +78,7 @@ class Agreement {
  private:
   struct View {
     ViewClaim claim;
-    std::map<MemberKey, Announcement> announcements;  ///< captured while valid
+    std::map<MemberKey, Announcement> announcements;      ///< captured while valid
     mutable std::uint64_t valid_at_version = UINT64_MAX;  ///< cache of valid() per table version
     mutable bool valid_cached = false;
   };
@@ -94,6 +94,7 @@ class Agreement {
   void capture_announcements(View& view, const MemberTable& table) const;
   std::optional<std::size_t> my_index(const View& view) const;
   const View* highest() const;
+  void prune();
 
   AgreementConfig config_;
   std::map<ViewId, View> views_;
