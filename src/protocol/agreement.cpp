@@ -56,6 +56,7 @@ bool Agreement::merge(const ViewClaim& claim) {
   bits::trim(incoming.proposed, size);
   bits::trim(incoming.ready, size);
   bits::trim(incoming.committed, size);
+  bits::trim(incoming.fenced, size);
   // A commit bit is only believable next to a full ready set (that is what it certifies).
   if (!bits::full(incoming.ready, size)) incoming.committed = bits::empty(size);
 
@@ -71,6 +72,7 @@ bool Agreement::merge(const ViewClaim& claim) {
   bool grew = bits::merge(mine.proposed, incoming.proposed);
   grew = bits::merge(mine.ready, incoming.ready) || grew;
   grew = bits::merge(mine.committed, incoming.committed) || grew;
+  grew = bits::merge(mine.fenced, incoming.fenced) || grew;
   dirty_ = dirty_ || grew;
   return grew;
 }
@@ -136,9 +138,44 @@ const Agreement::View* Agreement::highest() const {
   return views_.empty() ? nullptr : &views_.rbegin()->second;
 }
 
-bool Agreement::release_if_dead() {
+bool Agreement::superseded(const MemberKey& key, const MemberTable& table) const {
+  const Member* row = table.find(key.endpoint);
+  return row != nullptr && row->ann.generation > key.generation;
+}
+
+bool Agreement::fence_restarted_members(const MemberTable& table) {
+  bool changed = false;
+  for (auto& [id, view] : views_) {
+    ViewClaim& claim = view.claim;
+    const std::size_t size = claim.members.size();
+    auto index = my_index(view);
+    if (!index || bits::get(claim.fenced, *index) || bits::full(claim.ready, size)) continue;
+    bool missing_restarted = false;
+    for (std::size_t i = 0; i < size && !missing_restarted; ++i) {
+      missing_restarted = !bits::get(claim.ready, i) && superseded(claim.members[i], table);
+    }
+    if (!missing_restarted) continue;
+    // A member restarted (its endpoint now runs a newer generation, so the old process is
+    // certainly gone) and its ready bit never reached us. Promise never to commit this view;
+    // once every live member promised the same, nobody can, and the ready ones may move on.
+    bits::set(claim.fenced, *index);
+    fenced_.insert(id);
+    changed = true;
+  }
+  return changed;
+}
+
+bool Agreement::release_if_dead(const MemberTable& table) {
   if (!ready_ || !held_) return false;
   const View& held = views_.at(*held_);
+  bool all_gave_up = true;
+  for (std::size_t i = 0; i < held.claim.members.size() && all_gave_up; ++i) {
+    all_gave_up = bits::get(held.claim.fenced, i) || superseded(held.claim.members[i], table);
+  }
+  if (all_gave_up) {
+    ready_ = false;
+    return true;
+  }
   for (auto it = views_.upper_bound(*held_); it != views_.end(); ++it) {
     const ViewClaim& higher = it->second.claim;
     for (std::size_t i = 0; i < higher.members.size(); ++i) {
@@ -170,6 +207,7 @@ ViewId Agreement::ensure_view(const std::vector<MemberKey>& members, const Membe
   view.claim.proposed = bits::empty(members.size());
   view.claim.ready = bits::empty(members.size());
   view.claim.committed = bits::empty(members.size());
+  view.claim.fenced = bits::empty(members.size());
   capture_announcements(view, table);
   views_.emplace(id, std::move(view));
   return id;
@@ -229,7 +267,7 @@ bool Agreement::advance(const MemberTable& table) {
     bits::set(view.claim.ready, index);
     changed = true;
   }
-  if (ready_ && bits::full(view.claim.ready, size)) {
+  if (ready_ && bits::full(view.claim.ready, size) && !fenced_.count(*held_)) {
     committed_ = held_;
     bits::set(view.claim.committed, index);
     changed = true;
@@ -240,6 +278,7 @@ bool Agreement::advance(const MemberTable& table) {
 bool Agreement::adopt_commit(const MemberTable& table) {
   for (auto& [id, view] : views_) {
     if (!bits::any(view.claim.committed)) continue;
+    if (fenced_.count(id) && !committed_by_live_member(view, table)) continue;
     auto index = my_index(view);
     if (!index) {
       if (not_admitted_) return false;
@@ -260,6 +299,17 @@ bool Agreement::adopt_commit(const MemberTable& table) {
   return false;
 }
 
+bool Agreement::committed_by_live_member(const View& view, const MemberTable& table) const {
+  // A commit bit from a member that has not restarted: that member never fenced, so the
+  // fence cannot be complete and nobody moved on; adopting is safe. A commit bit only from a
+  // restarted member's old process is ignored by a fenced node (that process is gone).
+  for (std::size_t i = 0; i < view.claim.members.size(); ++i) {
+    if (bits::get(view.claim.committed, i) && !superseded(view.claim.members[i], table))
+      return true;
+  }
+  return false;
+}
+
 bool Agreement::step(Time now, const MemberTable& table) {
   if (committed_) {
     capture_announcements(views_.at(*committed_), table);
@@ -273,7 +323,8 @@ bool Agreement::step(Time now, const MemberTable& table) {
   stepped_version_ = table.version();
   bool changed = adopt_commit(table);
   if (committed_ || not_admitted_) return changed;
-  changed = release_if_dead() || changed;
+  changed = fence_restarted_members(table) || changed;
+  changed = release_if_dead(table) || changed;
   changed = choose_held(now, table) || changed;
   changed = advance(table) || changed;
   prune();
@@ -357,7 +408,8 @@ void Agreement::check_invariants() const {
     const std::size_t size = view.claim.members.size();
     if (view.claim.proposed.size() != bits::bytes_for(size) ||
         view.claim.ready.size() != bits::bytes_for(size) ||
-        view.claim.committed.size() != bits::bytes_for(size)) {
+        view.claim.committed.size() != bits::bytes_for(size) ||
+        view.claim.fenced.size() != bits::bytes_for(size)) {
       fail("seen-by set size does not match the view");
     }
     if (bits::any(view.claim.committed) && !bits::full(view.claim.ready, size)) {
@@ -375,6 +427,10 @@ void Agreement::check_invariants() const {
     if (held_->attempt > max_attempt_) fail("held attempt above the highest attempt seen");
   }
   if (committed_ && !(held_ && *held_ == *committed_)) fail("committed view is not the held view");
+  if (committed_ && fenced_.count(*committed_) &&
+      !bits::any(views_.at(*committed_).claim.committed)) {
+    fail("committed a view we fenced");
+  }
 }
 
 }  // namespace gossip_rdzv::protocol

@@ -11,11 +11,16 @@
 //   3. Bits are set only by their owner and merge by union, so a copy can be stale but never
 //      wrong; a full ready(V) therefore means every member is locked on V for good.
 //   4. Learning of a committed view adopts it (a member) or ends the round (not admitted).
+//   5. A member that restarted before its ready bit spread would block a view whose other
+//      members are all ready. Each member that lacks the old process's ready bit sets its
+//      fenced bit (a promise never to commit the view); when every member has fenced or
+//      restarted, no one can commit it and the ready ones move on.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,7 +90,10 @@ class Agreement {
 
   bool valid(const View& view, const MemberTable& table) const;
   std::optional<std::vector<MemberKey>> candidate(Time now, const MemberTable& table);
-  bool release_if_dead();
+  bool release_if_dead(const MemberTable& table);
+  bool fence_restarted_members(const MemberTable& table);
+  bool superseded(const MemberKey& key, const MemberTable& table) const;
+  bool committed_by_live_member(const View& view, const MemberTable& table) const;
   bool choose_held(Time now, const MemberTable& table);
   bool hold(const ViewId& id);
   ViewId ensure_view(const std::vector<MemberKey>& members, const MemberTable& table);
@@ -101,6 +109,7 @@ class Agreement {
   std::optional<ViewId> held_;
   bool ready_ = false;
   std::optional<ViewId> committed_;
+  std::set<ViewId> fenced_;  ///< views we promised never to commit (a member restarted)
   bool not_admitted_ = false;
   std::optional<ViewClaim> foreign_commit_;
   std::uint64_t max_attempt_ = 0;

@@ -355,11 +355,12 @@ void check_view_claim(const ViewClaim& v, const Path& path) {
   check_bitset(v.proposed, v.members.size(), "proposed", path);
   check_bitset(v.ready, v.members.size(), "ready", path);
   check_bitset(v.committed, v.members.size(), "committed", path);
+  check_bitset(v.fenced, v.members.size(), "fenced", path);
 }
 
 template <class Io>
 void layout(Io& io, In<ViewClaim, Io>& v) {
-  io.begin(7);
+  io.begin(8);
   io.field("round", v.round);
   io.field("attempt", v.attempt);
   io.field("digest", v.digest);
@@ -367,6 +368,7 @@ void layout(Io& io, In<ViewClaim, Io>& v) {
   io.field("proposed", v.proposed);
   io.field("ready", v.ready);
   io.field("committed", v.committed);
+  io.field("fenced", v.fenced);
   if constexpr (!Io::kWriting) check_view_claim(v, io.path());
 }
 

@@ -353,7 +353,7 @@ struct Core::Impl {
       last_push_at = now;
       dirty = false;
     }
-    if (now >= next_push_pull_at && !agreement.committed()) {
+    if (now >= next_push_pull_at && !commit_reported) {
       next_push_pull_at = now + as_time(config.timing.push_pull_interval);
       auto peers = table.sample_peers(prng, 1);
       if (!peers.empty()) {
@@ -397,7 +397,15 @@ struct Core::Impl {
   void report_commit(Time now) {
     const auto members = agreement.committed_members();
     const auto view = agreement.committed_view();
-    if (members.size() != view->members.size()) return;  // announcements still arriving
+    if (members.size() != view->members.size()) {
+      // We adopted a commit but do not know every member's announcement yet (e.g. we
+      // restarted and learned the outcome from one gossip): ask for the full table now.
+      if (!asked_for_announcements) {
+        asked_for_announcements = true;
+        next_push_pull_at = now;
+      }
+      return;
+    }
     commit_reported = true;
     committed_at = now;
     auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
@@ -436,6 +444,7 @@ struct Core::Impl {
   bool commit_reported = false;
   bool not_admitted_reported = false;
   bool sizes_fatal = false;
+  bool asked_for_announcements = false;
   std::uint64_t join_attempts = 0;
   Time join_backoff{0};
   Time next_join_at{0};
@@ -551,7 +560,7 @@ Time Core::next_wakeup() const {
   if (s.joined) {
     consider(s.next_probe_at);
     consider(s.next_gossip_at);
-    if (!s.agreement.committed()) consider(s.next_push_pull_at);
+    if (!s.commit_reported) consider(s.next_push_pull_at);
     if (s.dirty) consider(s.last_push_at + as_time(s.config.timing.min_push_gap));
   }
   if (s.probe && !s.probe->indirect_sent)

@@ -58,6 +58,8 @@ struct ViewClaim {
   std::vector<std::uint8_t> proposed;   ///< members seen holding this view
   std::vector<std::uint8_t> ready;      ///< members seen ready (they saw `proposed` full)
   std::vector<std::uint8_t> committed;  ///< members seen committed (they saw `ready` full)
+  std::vector<std::uint8_t> fenced;     ///< members that gave up on this view for good: one of
+                                        ///< its members restarted before its ready bit reached them
 
   bool operator==(const ViewClaim&) const = default;
 };

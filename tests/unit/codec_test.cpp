@@ -70,6 +70,7 @@ ViewClaim view(std::uint32_t round) {
   v.proposed = {0xff, 0x03};
   v.ready = {0x0f, 0x02};
   v.committed = {0x01, 0x00};
+  v.fenced = {0x00, 0x02};
   return v;
 }
 
@@ -237,10 +238,11 @@ TEST(Codec, BitsetsTravelAsBinary) {
   v.proposed = {0x05};
   v.ready = {0x00};
   v.committed = {0x07};
+  v.fenced = {0x02};
   const Bytes bytes = encode(envelope(Gossip{false, {}, {v}}));
-  // ... the view ends with three bin8 values of one byte each.
-  const Bytes tail(bytes.end() - 9, bytes.end());
-  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x07}));
+  // ... the view ends with four bin8 values of one byte each.
+  const Bytes tail(bytes.end() - 12, bytes.end());
+  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x07, 0xc4, 0x01, 0x02}));
   ASSERT_TRUE(decode(bytes).ok());
 }
 
@@ -254,6 +256,7 @@ TEST(Codec, LimitsThemselvesAreAccepted) {
   v.proposed.assign(kMaxBitsetBytes, 0xff);
   v.ready.assign(kMaxBitsetBytes, 0);
   v.committed.assign(kMaxBitsetBytes, 0);
+  v.fenced.assign(kMaxBitsetBytes, 0);
   MemberRecord r = record(1);
   r.ann.hostname = std::string(kMaxStringBytes, 'h');
   const Envelope original = envelope(Ping{1, {r}, {v}});
