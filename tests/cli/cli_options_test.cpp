@@ -174,7 +174,7 @@ TEST(CliOptionsTest, DocsQuoteEveryHelpText) {
   ASSERT_TRUE(file) << "cannot read docs/cli.md";
   std::stringstream doc;
   doc << file.rdbuf();
-  for (const std::string command : {"", "join", "seed", "members"}) {
+  for (const std::string command : {"", "join", "seed", "members", "doctor"}) {
     std::string help = help_text(command);
     help.erase(help.find_last_not_of('\n') + 1);
     EXPECT_NE(doc.str().find("```\n" + help + "\n```"), std::string::npos)

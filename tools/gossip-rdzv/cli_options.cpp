@@ -21,7 +21,7 @@ constexpr std::uint16_t kDefaultPort = 29400;
 
 const std::map<std::string, std::string>& synopses() {
   static const std::map<std::string, std::string> table = {
-      {"gossip-rdzv", "gossip-rdzv join|seed|members [OPTIONS]\n"},
+      {"gossip-rdzv", "gossip-rdzv join|seed|members|doctor [OPTIONS]\n"},
       {"join",
        "gossip-rdzv join --seed HOST:PORT[,HOST:PORT...] --nnodes N|MIN:MAX\n"
        "                 [--listen [HOST]:PORT] [--advertise HOST] [--nproc-per-node K]\n"
@@ -36,6 +36,10 @@ const std::map<std::string, std::string>& synopses() {
       {"members",
        "gossip-rdzv members --seed HOST:PORT [--run-id ID] [--format table|json]\n"
        "                    [--timeout DUR]\n"},
+      {"doctor",
+       "gossip-rdzv doctor --seed HOST:PORT[,HOST:PORT...] [--listen [HOST]:PORT]\n"
+       "                   [--master-port P] [--run-id ID] [--format text|json]\n"
+       "                   [--timeout DUR]\n"},
   };
   return table;
 }
@@ -227,6 +231,11 @@ Timing parse_profile(const std::string& text) {
 }
 
 OutputFormat parse_format(const std::string& text, Command command) {
+  if (command == Command::doctor) {
+    if (text == "text") return OutputFormat::text;
+    if (text == "json") return OutputFormat::json;
+    fail("--format", text, "unknown format", "text or json");
+  }
   if (command == Command::members) {
     if (text == "table") return OutputFormat::table;
     if (text == "json") return OutputFormat::json;
@@ -343,6 +352,37 @@ void add_members_options(CLI::App& app, RawOptions& raw) {
       ->type_name("DUR");
 }
 
+void add_doctor_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("--seed", raw.seeds,
+                 "Required. The seed(s) join would be given: repeat the option\n"
+                 "or separate with commas (PORT defaults to 29400)")
+      ->type_name("HOST:PORT")
+      ->allow_extra_args(false);
+  app.add_option("--listen", raw.listen,
+                 "The --listen join would use: checks the port is free\n"
+                 "(default: 0.0.0.0:29400)")
+      ->type_name("[HOST]:PORT");
+  app.add_option("--master-port", raw.master_port, "Also check that this MASTER_PORT is free")
+      ->type_name("P");
+  app.add_option("--run-id", raw.run_id, "Run id to ask the seed about (default: default)")
+      ->type_name("ID");
+  app.add_option("--format", raw.format, "text or json (default: text)")->type_name("FORMAT");
+  app.add_option("--timeout", raw.timeout,
+                 "How long each connection and handshake may take\n"
+                 "(default: 5s)")
+      ->type_name("DUR");
+}
+
+const char* kDoctorDetails =
+    "doctor checks what stops a rendezvous before it starts: the seed name\n"
+    "resolves (A and AAAA), the seed accepts TCP connections (refused, timed\n"
+    "out: firewall?, no route), it answers as gossip-rdzv of the same run id\n"
+    "and version, the local --listen and --master-port are free (and who\n"
+    "holds them), and which interface and address route to the seed. Each\n"
+    "check prints PASS, WARN, FAIL or SKIP, with the fix; the exit code is 0\n"
+    "when nothing blocks the job, else that of the most fundamental failure\n"
+    "(11, 4, 3, 6, 7). See docs/troubleshooting.md.\n";
+
 const char* kFooter =
     "Durations: 500ms, 30s, 2m, 1h (a plain number is seconds).\n"
     "Exit codes: 0 ok, 2 usage, 3 listen failed, 4 seed unreachable, 5 join timeout,\n"
@@ -367,6 +407,7 @@ struct Parser {
   CLI::App* join = nullptr;
   CLI::App* seed = nullptr;
   CLI::App* members = nullptr;
+  CLI::App* doctor = nullptr;
 
   Parser() {
     app.formatter(std::make_shared<SynopsisFormatter>());
@@ -377,18 +418,23 @@ struct Parser {
     seed = app.add_subcommand(
         "seed", "Run a dedicated seed (introduces joiners, never a member) until SIGINT/SIGTERM.");
     members = app.add_subcommand("members", "Ask a running node or seed for its membership table.");
-    for (auto* sub : {join, seed, members}) {
+    doctor = app.add_subcommand(
+        "doctor", "Check name resolution, reachability, handshake and ports; name what is wrong.");
+    for (auto* sub : {join, seed, members, doctor}) {
       sub->formatter(app.get_formatter());
       sub->allow_extras();
-      sub->footer(sub == join ? std::string(kJoinDetails) + "\n" + kFooter : kFooter);
+      sub->footer(sub == join     ? std::string(kJoinDetails) + "\n" + kFooter
+                  : sub == doctor ? std::string(kDoctorDetails) + "\n" + kFooter
+                                  : kFooter);
     }
     add_join_options(*join, raw);
     add_seed_options(*seed, raw);
     add_members_options(*members, raw);
+    add_doctor_options(*doctor, raw);
   }
 
   CLI::App* selected() const {
-    for (auto* sub : {join, seed, members}) {
+    for (auto* sub : {join, seed, members, doctor}) {
       if (sub->parsed()) return sub;
     }
     return nullptr;
@@ -464,15 +510,31 @@ CliOptions build_members(const RawOptions& raw) {
   return options;
 }
 
+CliOptions build_doctor(const RawOptions& raw) {
+  CliOptions options;
+  options.command = Command::doctor;
+  options.config.seeds = parse_seeds(raw.seeds);
+  apply_listen(raw.listen.empty() ? ":29400" : raw.listen, options.config);
+  options.config.master_port = parse_port("--master-port", raw.master_port);
+  options.config.run_id = parse_run_id(raw.run_id);
+  options.format = parse_format(raw.format.empty() ? "text" : raw.format, Command::doctor);
+  options.query_timeout = parse_duration_option("--timeout", raw.timeout);
+  if (options.query_timeout.count() == 0) {
+    fail("--timeout", raw.timeout, "must be longer than 0", "a duration such as 5s");
+  }
+  return options;
+}
+
 CliOptions build(const Parser& parser, const CLI::App& command) {
   RawOptions raw = parser.raw;
   if (&command == parser.join) {
     raw.env_file_given = command.count("--env-file") > 0;
     raw.membership_file_given = command.count("--membership-file") > 0;
   }
-  CliOptions options = &command == parser.join   ? build_join(raw)
-                       : &command == parser.seed ? build_seed(raw)
-                                                 : build_members(raw);
+  CliOptions options = &command == parser.join      ? build_join(raw)
+                       : &command == parser.seed    ? build_seed(raw)
+                       : &command == parser.members ? build_members(raw)
+                                                    : build_doctor(raw);
   options.verbosity = Verbosity{raw.quiet, raw.verbose};
   if (raw.quiet && raw.verbose > 0) throw UsageError{"--quiet and --verbose exclude each other"};
   return options;
@@ -508,11 +570,14 @@ ParseResult error_result(const std::string& command, const std::string& message)
 
 ParseResult parse_split(const std::vector<std::string>& ours,
                         const std::vector<std::string>& worker, bool has_separator) {
-  if (ours.empty()) return error_result("", "a command is required: join, seed or members");
+  if (ours.empty()) {
+    return error_result("", "a command is required: join, seed, members or doctor");
+  }
   const std::string& name = ours.front();
   if (name == "-h" || name == "--help") return help_result("");
-  if (name != "join" && name != "seed" && name != "members") {
-    return error_result("", "unknown command '" + name + "' (expected join, seed or members)");
+  if (name != "join" && name != "seed" && name != "members" && name != "doctor") {
+    return error_result("",
+                        "unknown command '" + name + "' (expected join, seed, members or doctor)");
   }
   Parser parser;
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());

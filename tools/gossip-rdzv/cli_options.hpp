@@ -12,10 +12,11 @@
 
 namespace gossip_rdzv::cli {
 
-enum class Command { join, seed, members };
+enum class Command { join, seed, members, doctor };
 
-/// --format: env / export / json for `join`, table / json for `members`.
-enum class OutputFormat { env, export_, json, table };
+/// --format: env / export / json for `join`, table / json for `members`, text / json for
+/// `doctor`.
+enum class OutputFormat { env, export_, json, table, text };
 
 /// How much goes to stderr: --quiet drops progress and the assignment table,
 /// each -v raises the log level one step (warn by default, then info, debug, trace).
@@ -34,9 +35,10 @@ struct CliOptions {
   std::vector<std::string> worker_command;  ///< join: everything after "--"; empty: none
   std::string profile = "lan";              ///< --profile, already applied to config.timing
   Verbosity verbosity;
-  /// members: the node to ask, and how long to wait for it.
+  /// members: the node to ask, and how long to wait for it (doctor: per probe).
   std::string query_endpoint;
   std::chrono::milliseconds query_timeout{5000};
+  /// doctor: the seeds, --listen, --master-port and --run-id are in `config`.
   /// Valid but risky input, e.g. --nnodes 2:8 where two disjoint groups could form.
   std::vector<std::string> warnings;
 };

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "doctor.hpp"
 #include "gossip_rdzv/env.hpp"
 #include "gossip_rdzv/node.hpp"
 #include "launcher.hpp"
@@ -195,6 +196,21 @@ int run_members(const CliOptions& options) {
                                                      : members_table(members))
             << std::flush;
   return 0;
+}
+
+int run_doctor(const CliOptions& options) {
+  DoctorOptions doctor;
+  doctor.seeds = options.config.seeds;
+  doctor.listen_host = options.config.listen_host;
+  doctor.listen_port = options.config.listen_port;
+  doctor.master_port = options.config.master_port;
+  doctor.run_id = options.config.run_id;
+  doctor.timeout = options.query_timeout;
+  SystemProbe probe;
+  const DoctorReport report = gossip_rdzv::cli::run_doctor(doctor, probe);
+  std::cout << (options.format == OutputFormat::json ? doctor_json(report) : doctor_text(report))
+            << std::flush;
+  return report.exit_code();
 }
 
 }  // namespace gossip_rdzv::cli

@@ -1,4 +1,4 @@
-// The three commands, run from validated options. Each returns the process exit code or
+// The four commands, run from validated options. Each returns the process exit code or
 // throws gossip_rdzv::Error, which main() turns into a message and that error's code.
 #pragma once
 
@@ -14,5 +14,6 @@ void block_supervised_signals();
 int run_join(const CliOptions& options);
 int run_seed(const CliOptions& options);
 int run_members(const CliOptions& options);
+int run_doctor(const CliOptions& options);
 
 }  // namespace gossip_rdzv::cli

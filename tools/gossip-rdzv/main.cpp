@@ -47,6 +47,8 @@ int run(const CliOptions& options) {
       return gossip_rdzv::cli::run_seed(options);
     case Command::members:
       return gossip_rdzv::cli::run_members(options);
+    case Command::doctor:
+      return gossip_rdzv::cli::run_doctor(options);
     default:
       return gossip_rdzv::cli::run_join(options);
   }

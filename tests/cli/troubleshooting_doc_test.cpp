@@ -1,0 +1,230 @@
+// docs/troubleshooting.md promises every message the tool prints, by exit code. This test
+// keeps both sides honest: each key phrase below must still be in the source file that
+// prints it (so a reworded message fails here and points at the doc), and in the doc.
+// Placeholders ({} of fmt, %s/%d of printf) match any text on the same line of the doc,
+// where they are written <like this>.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_options.hpp"
+#include "gossip_rdzv/error.hpp"
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string doc() {
+  static const std::string text = read_file(GOSSIP_RDZV_DOCS_DIR "/troubleshooting.md");
+  return text;
+}
+
+struct Phrase {
+  const char* source;  ///< file, relative to the repository root, that prints it
+  const char* text;    ///< one string literal of that file, or part of one
+};
+
+// Key phrases: one literal each (clang-format may split longer messages between literals).
+const std::vector<Phrase>& phrases() {
+  static const std::vector<Phrase> table = {
+      {"src/transport/zmq_transport.cpp", "the port is already in use"},
+      {"src/transport/zmq_transport.cpp",
+       ". Stop that process or pick another port with --listen :PORT"},
+      {"src/transport/port_holder.cpp", "by another process (not visible from here)"},
+      {"src/transport/port_holder.cpp", "by pid"},
+      {"src/transport/zmq_transport.cpp", "cannot listen on"},
+      {"src/transport/zmq_transport.cpp",
+       "is not an address of this machine; use --listen :PORT or one of:"},
+      {"src/transport/zmq_transport.cpp",
+       "' is neither an address nor an interface of this machine; use"},
+      {"src/transport/zmq_transport.cpp",
+       "permission denied (ports below 1024 need root); pick a port"},
+      {"src/runtime/node.cpp", "cannot find a free port for MASTER_PORT:"},
+      {"src/runtime/node.cpp",
+       "master port {} is already in use {}: if this node gets node rank 0 the workers"},
+      {"src/runtime/node.cpp", "no seed answered within"},
+      {"src/runtime/node.cpp", "nothing listens on"},
+      {"src/runtime/node.cpp", ": start the seed first or fix the port in --seed"},
+      {"src/runtime/node.cpp",
+       "{} does not answer: a firewall may drop traffic to port {}; open it or check with"},
+      {"src/runtime/node.cpp", "no route to"},
+      {"src/runtime/node.cpp",
+       "accepts connections but never answered as a gossip-rdzv seed: is it another"},
+      {"src/runtime/node.cpp", "seed name '"},
+      {"src/runtime/node.cpp", "' does not resolve (getaddrinfo:"},
+      {"src/runtime/node.cpp", "): check the spelling, /etc/hosts or DNS"},
+      {"src/runtime/node.cpp", "seed '{}' does not resolve ({}): skipping it"},
+      {"src/runtime/node.cpp", "did not answer within"},
+      {"src/runtime/node.cpp", "timed out after {}: {} of {} nodes joined ({})"},
+      {"src/runtime/node.cpp",
+       "; {} still missing: start them with the same --seed and --run-id {}"},
+      {"src/runtime/node.cpp",
+       "; enough nodes are present but they did not agree on a view in time (see the log"},
+      {"src/runtime/node.cpp", ". Seen and then silent:"},
+      {"src/runtime/node.cpp", "never heard directly"},
+      {"src/runtime/node.cpp", ", last news via"},
+      {"src/runtime/node.cpp", ". Use the same --run-id on every node of the job ("},
+      {"src/protocol/core.cpp", "belongs to run '"},
+      {"src/protocol/core.cpp", "', the message came from run '"},
+      {"src/runtime/node.cpp", "speaks another protocol version:"},
+      {"src/runtime/node.cpp", ". Run the same gossip-rdzv version on every node (this one"},
+      {"src/protocol/core.cpp", "speaks gossip-rdzv protocol version"},
+      {"src/runtime/node.cpp", ": use the same gossip-rdzv version"},
+      {"src/protocol/rank_assignment.cpp", "both asked for --node-rank"},
+      {"src/protocol/rank_assignment.cpp",
+       "; give each node a distinct --node-rank or drop the hint"},
+      {"src/protocol/rank_assignment.cpp", "but the view has only"},
+      {"src/runtime/node.cpp", "this node was not admitted: the round closed with {} nodes"},
+      {"src/runtime/node.cpp", "restarted after the others agreed); restart the other nodes too"},
+      {"src/output/atomic_file.cpp", "; make sure the directory exists (or can be created)"},
+      {"src/protocol/core.cpp", ") was started with --nnodes"},
+      {"src/protocol/core.cpp", "; start every node of run '"},
+      {"src/runtime/node.cpp",
+       "run_id is empty: give every node of the job the same --run-id, e.g. job42"},
+      {"src/runtime/node.cpp", "' is invalid: use 1 to 64 letters, digits, '.', '_' or"},
+      {"src/protocol/rank_assignment.cpp", "announced --nproc-per-node 0; start every node"},
+      {"src/protocol/rank_assignment.cpp", "(sum of --nproc-per-node) does not fit a torch rank"},
+      {"tools/gossip-rdzv/commands.cpp",
+       "gossip-rdzv: a worker failed with status %d; stopped the others"},
+      {"tools/gossip-rdzv/launcher.cpp", "cannot run '"},
+      {"tools/gossip-rdzv/launcher.cpp", "(is it installed and on PATH?)"},
+      {"tools/gossip-rdzv/commands.cpp",
+       "gossip-rdzv: forwarded %s to the workers; exit status %d"},
+      {"tools/gossip-rdzv/commands.cpp", "interrupted by %s, leaving the rendezvous"},
+      {"tools/gossip-rdzv/main.cpp",
+       "gossip-rdzv: internal error: %s; please report it with the command line"},
+      {"src/runtime/node.cpp", "the gossip-rdzv event loop failed:"},
+      {"src/runtime/node.cpp",
+       "seed '{}' resolves to loopback {} here; advertising {} instead (set"},
+      {"src/runtime/runtime.cpp",
+       "ignored a message that is not valid gossip-rdzv (more from this sender are"},
+      {"src/runtime/runtime.cpp", "{} refused this node: {}"},
+      {"src/runtime/runtime.cpp", "round {} closed with {} nodes without this node"},
+      {"tools/gossip-rdzv/cli_options.cpp",
+       "nodes start with this run id, two disjoint groups could form;"},
+      {"tools/gossip-rdzv/cli_options.cpp", "unexpected argument '"},
+      {"tools/gossip-rdzv/cli_options.cpp", "' (a command to run goes after '--')"},
+      {"tools/gossip-rdzv/cli_options.cpp", "'-- CMD' is only accepted by join"},
+      {"tools/gossip-rdzv/cli_options.cpp", "--quiet and --verbose exclude each other"},
+      {"tools/gossip-rdzv/main.cpp", "Run 'gossip-rdzv --help' for usage."},
+      {"tools/gossip-rdzv/doctor.cpp", "' does not resolve (getaddrinfo:"},
+      {"tools/gossip-rdzv/doctor.cpp", "(connection refused)"},
+      {"tools/gossip-rdzv/doctor.cpp",
+       ": packets are dropped, most likely by a firewall (or the host is down)"},
+      {"tools/gossip-rdzv/doctor.cpp",
+       "): the address is wrong, or the host is down or not on a network this"},
+      {"tools/gossip-rdzv/doctor.cpp",
+       "accepts TCP connections but did not answer the gossip-rdzv query"},
+      {"tools/gossip-rdzv/doctor.cpp", "is not an address of this machine"},
+      {"tools/gossip-rdzv/doctor.cpp", "the seed is this node itself ("},
+      {"tools/gossip-rdzv/doctor.cpp", ", a loopback address, while the seed"},
+      {"tools/gossip-rdzv/doctor.cpp", "is already in use"},
+      {"tools/gossip-rdzv/doctor.cpp", " accepts IPv4 only, but the seed "},
+  };
+  return table;
+}
+
+std::string escape_regex(const std::string& text) {
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  return std::regex_replace(text, special, R"(\$&)");
+}
+
+// "{} does not answer" -> "[^\n]*?does not answer": a placeholder is any text on the line.
+std::regex doc_pattern(const std::string& phrase) {
+  static const std::regex placeholder(R"(\{\}|%s|%d)");
+  std::string pattern;
+  std::sregex_token_iterator part(phrase.begin(), phrase.end(), placeholder, -1), end;
+  bool first = true;
+  for (; part != end; ++part) {
+    if (!first) pattern += "[^\\n]*?";
+    pattern += escape_regex(*part);
+    first = false;
+  }
+  return std::regex(pattern);
+}
+
+TEST(TroubleshootingDocTest, DocExists) {
+  ASSERT_FALSE(doc().empty()) << "cannot read docs/troubleshooting.md";
+}
+
+TEST(TroubleshootingDocTest, EveryPhraseIsStillPrintedByItsSource) {
+  for (const auto& phrase : phrases()) {
+    const std::string source = read_file(std::string(GOSSIP_RDZV_SOURCE_DIR "/") + phrase.source);
+    ASSERT_FALSE(source.empty()) << "cannot read " << phrase.source;
+    EXPECT_NE(source.find(phrase.text), std::string::npos)
+        << phrase.source << " no longer prints \"" << phrase.text
+        << "\": update the message in docs/troubleshooting.md and this table";
+  }
+}
+
+TEST(TroubleshootingDocTest, EveryPhraseIsInTheDoc) {
+  const std::string text = doc();
+  for (const auto& phrase : phrases()) {
+    EXPECT_TRUE(std::regex_search(text, doc_pattern(phrase.text)))
+        << "docs/troubleshooting.md does not quote \"" << phrase.text << "\" (printed by "
+        << phrase.source << ")";
+  }
+}
+
+// Every code the --help footer lists has a section "## Exit N: <name>".
+TEST(TroubleshootingDocTest, EveryExitCodeOfTheHelpHasASection) {
+  const std::string help = gossip_rdzv::cli::help_text();
+  const auto footer = help.find("Exit codes:");
+  ASSERT_NE(footer, std::string::npos);
+  static const std::regex code_in_help(R"((\d+) [a-zA-Z])");
+  const std::string listed = help.substr(footer, help.find("with -- CMD") - footer);
+  std::vector<int> codes;
+  for (std::sregex_iterator it(listed.begin(), listed.end(), code_in_help), end; it != end; ++it) {
+    codes.push_back(std::stoi((*it)[1]));
+  }
+  ASSERT_GE(codes.size(), 12u) << listed;
+  for (int code : codes) {
+    if (code == 0) continue;
+    const auto name = gossip_rdzv::to_string(static_cast<gossip_rdzv::ErrorCode>(code));
+    EXPECT_NE(doc().find("## Exit " + std::to_string(code) + ": " + std::string(name)),
+              std::string::npos)
+        << "docs/troubleshooting.md has no section '## Exit " << code << ": " << name << "'";
+  }
+}
+
+TEST(TroubleshootingDocTest, EveryErrorCodeHasASection) {
+  using gossip_rdzv::ErrorCode;
+  for (ErrorCode code :
+       {ErrorCode::usage, ErrorCode::listen_failed, ErrorCode::seed_unreachable,
+        ErrorCode::join_timeout, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch,
+        ErrorCode::rank_conflict, ErrorCode::not_admitted, ErrorCode::io_error,
+        ErrorCode::seed_unresolved, ErrorCode::internal}) {
+    const std::string heading = "## Exit " + std::to_string(static_cast<int>(code)) + ": " +
+                                std::string(gossip_rdzv::to_string(code));
+    EXPECT_NE(doc().find(heading), std::string::npos) << "missing section '" << heading << "'";
+  }
+}
+
+TEST(TroubleshootingDocTest, WorkerStatusesAndDoctorAreDocumented) {
+  for (const char* heading : {"## Worker exit statuses", "## `gossip-rdzv doctor`"}) {
+    EXPECT_NE(doc().find(heading), std::string::npos) << "missing section '" << heading << "'";
+  }
+  for (const char* status : {"| 127 |", "| 126 |", "| 128+N |"}) {
+    EXPECT_NE(doc().find(status), std::string::npos) << "worker status " << status;
+  }
+}
+
+// The article's four causes (SEED.md) each point somewhere.
+TEST(TroubleshootingDocTest, MapsTheArticlesFourCauses) {
+  for (const char* cause :
+       {"the port is already taken", "the master (seed) address is wrong",
+        "the network blocks the traffic (firewall)", "software bug or version skew"}) {
+    EXPECT_NE(doc().find(cause), std::string::npos) << cause;
+  }
+}
+
+}  // namespace

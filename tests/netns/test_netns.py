@@ -1,0 +1,289 @@
+"""gossip-rdzv across network namespaces that act as separate machines on one LAN (netns.py):
+the plain case up to a torch gloo group, a firewall, a wrong seed address, a closed seed port,
+a busy listen port, another run id, 10% packet loss, and an IPv6-only LAN — each with what
+`join` says and what `doctor` says.
+
+Needs root; run with /usr/bin/python3 (Debian's python3-torch) -m unittest.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from netns import Lab, Process, binary, missing_requirements, wait_until  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PYTHON = os.environ.get("GR_TEST_PYTHON", "/usr/bin/python3")
+REQUIREMENT = missing_requirements()
+RUN_ID = "netns"
+
+
+def parse_env_file(path: Path) -> Dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        line = line.removeprefix("export ").strip()
+        if "=" in line:
+            key, value = line.split("=", 1)
+            values[key] = value.strip("'\"")
+    return values
+
+
+def has_torch() -> bool:
+    try:
+        return subprocess.run([PYTHON, "-c", "import torch.distributed"], timeout=120,
+                              capture_output=True).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@unittest.skipIf(REQUIREMENT is not None, REQUIREMENT or "")
+class NetnsCase(unittest.TestCase):
+    hosts = 4
+    ipv6 = False
+
+    def setUp(self) -> None:
+        self.bin = binary()
+        self.lab = Lab(self.hosts, ipv6=self.ipv6)
+        self.addCleanup(self.lab.close)
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def join(self, host: int, seed: str, *extra: str, nnodes: int = 4,
+             timeout: str = "60s", run_id: str = RUN_ID) -> Process:
+        args = [self.bin, "join", "--seed", seed, "--nnodes", str(nnodes), "--run-id", run_id,
+                "--join-timeout", timeout, *extra]
+        return self.lab.start(host, args, name=f"join-{self.lab.hostname(host)}")
+
+    def seed(self, host: int, run_id: str = RUN_ID) -> Process:
+        """A dedicated seed on host's port 29400, running once this returns."""
+        process = self.lab.start(host, [self.bin, "seed", "--listen", ":29400", "--run-id",
+                                        run_id], name=f"seed-{self.lab.hostname(host)}")
+        wait_until(lambda: "seed listening on" in process.output() or not process.running(),
+                   timeout=20, what="the dedicated seed")
+        self.assertTrue(process.running(), process.output())
+        return process
+
+    def finish(self, process: Process, timeout: float) -> int:
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.fail(f"{process.name} still running after {timeout}s:\n{process.output()}")
+
+    def doctor(self, host: int, seed: str, *extra: str,
+               run_id: str = RUN_ID) -> tuple[int, dict]:
+        """Runs doctor --format json in host; returns its exit code and the parsed report."""
+        result = self.lab.exec(host, [self.bin, "doctor", "--seed", seed, "--run-id", run_id,
+                                      "--format", "json", *extra], timeout=60)
+        try:
+            report = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            self.fail(f"doctor printed no JSON (exit {result.returncode}):\n"
+                      f"{result.stdout}\n{result.stderr}")
+        self.assertEqual(result.returncode, report["exit_code"], result.stdout)
+        return result.returncode, report
+
+    def check(self, report: dict, name: str) -> dict:
+        found = [c for c in report["checks"] if c["check"] == name]
+        self.assertTrue(found, f"no '{name}' check in {json.dumps(report, indent=1)}")
+        return found[0]
+
+
+class PlainTest(NetnsCase):
+    def test_converges_and_a_gloo_group_forms(self) -> None:
+        out = Path(self.lab.workdir)
+        seed = "n0:29400"  # a name, resolved through each host's /etc/hosts
+        nodes = [self.join(h, seed, "--env-file", str(out / f"{h}" / "rank{local_rank}.env"),
+                           "--membership-file", str(out / f"{h}" / "members.json"))
+                 for h in range(self.hosts)]
+        for node in nodes:
+            self.assertEqual(self.finish(node, 60), 0, node.output())
+        envs = [parse_env_file(out / f"{h}" / "rank0.env") for h in range(self.hosts)]
+        self.assertEqual({e["WORLD_SIZE"] for e in envs}, {str(self.hosts)})
+        self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs}), 1)
+        self.assertEqual(sorted(int(e["RANK"]) for e in envs), list(range(self.hosts)))
+        self.assertIn(envs[0]["MASTER_ADDR"], [self.lab.address(h) for h in range(self.hosts)])
+        for h, env in enumerate(envs):
+            self.assertEqual(env["GLOO_SOCKET_IFNAME"], "eth0", env)
+        membership = json.loads((out / "0" / "members.json").read_text())
+        self.assertEqual(sorted(n["hostname"] for n in membership["nodes"]),
+                         [self.lab.hostname(h) for h in range(self.hosts)])
+        if not has_torch():
+            self.skipTest(f"{PYTHON} has no torch: the gloo half of this test cannot run")
+        workers = [self.lab.start(h, [PYTHON, str(HERE / "gloo_worker.py")], name=f"worker{h}",
+                                  env=envs[h]) for h in range(self.hosts)]
+        for worker in workers:
+            self.assertEqual(self.finish(worker, 180), 0, worker.output())
+            self.assertRegex(worker.output(), rf"sum {self.hosts * (self.hosts + 1) // 2} ")
+
+
+class FirewallTest(NetnsCase):
+    def test_host_that_drops_the_seed_port(self) -> None:
+        firewalled = 3
+        self.lab.drop_port(firewalled, 29400)
+        nodes = [self.join(h, "n0:29400", timeout="8s") for h in range(self.hosts)]
+        # Meanwhile, doctor on both sides of the firewall.
+        code, report = self.doctor(firewalled, "n0:29400", "--timeout", "2s")
+        self.assertEqual(code, 4, report)
+        reach = self.check(report, "reach")
+        self.assertEqual(reach["verdict"], "fail")
+        self.assertIn("does not answer", reach["finding"])
+        self.assertIn("firewall", reach["finding"])
+        code, report = self.doctor(1, "n0:29400", "--timeout", "2s")
+        self.assertEqual(self.check(report, "handshake")["verdict"], "pass", report)
+        self.assertEqual(report["advertise"], self.lab.address(1))
+        self.assertEqual(report["gloo_socket_ifname"], "eth0")
+        self.assertEqual(code, 0, report)  # its own listen port is held by its join: a WARN
+
+        self.assertEqual(self.finish(nodes[firewalled], 30), 4, nodes[firewalled].output())
+        message = nodes[firewalled].output()
+        self.assertIn("no seed answered within", message)
+        self.assertIn("does not answer: a firewall may drop traffic to port 29400", message)
+        for h in range(self.hosts - 1):
+            self.assertEqual(self.finish(nodes[h], 30), 5, nodes[h].output())
+            text = nodes[h].output()
+            self.assertIn("3 of 4 nodes joined", text)
+            self.assertIn("1 still missing", text)
+            self.assertNotIn(self.lab.address(firewalled), text.split("still missing")[0])
+
+    def test_host_whose_gossip_port_is_closed_to_the_others(self) -> None:
+        # The firewall on n3 drops only what comes in to port 29400: n3 can announce itself
+        # through the seed, so the others know it, but nobody can answer it.
+        firewalled = 3
+        self.lab.drop_port(firewalled, 29400, inbound=True, outbound=False)
+        nodes = [self.join(h, "n0:29400", timeout="8s") for h in range(self.hosts)]
+        self.assertEqual(self.finish(nodes[firewalled], 30), 4, nodes[firewalled].output())
+        for h in range(self.hosts - 1):
+            self.assertEqual(self.finish(nodes[h], 30), 5, nodes[h].output())
+            text = nodes[h].output()
+            self.assertIn("3 of 4 nodes joined", text)
+            # The missing host is named, with its address and what was heard of it.
+            self.assertIn("Seen and then silent: n3 " + self.lab.endpoint(firewalled), text)
+
+
+class WrongSeedTest(NetnsCase):
+    hosts = 2
+
+    def test_unused_address(self) -> None:
+        seed = self.lab.endpoint(0).replace(self.lab.address(0), self.lab.unused_address())
+        node = self.join(1, seed, nnodes=2, timeout="5s")
+        code, report = self.doctor(1, seed)
+        self.assertEqual(code, 4, report)
+        reach = self.check(report, "reach")
+        self.assertIn("no route to " + self.lab.unused_address(), reach["finding"])
+        self.assertIn("the address is wrong", reach["finding"])
+        self.assertEqual(self.finish(node, 30), 4, node.output())
+        self.assertIn("no route to " + self.lab.unused_address(), node.output())
+        self.assertNotIn("firewall", node.output())
+
+    def test_closed_port(self) -> None:
+        seed = self.lab.endpoint(0, port=29401)  # host n0 is up, nothing listens there
+        node = self.join(1, seed, nnodes=2, timeout="5s")
+        code, report = self.doctor(1, seed)
+        self.assertEqual(code, 4, report)
+        self.assertIn("nothing listens on " + seed, self.check(report, "reach")["finding"])
+        self.assertEqual(self.finish(node, 30), 4, node.output())
+        self.assertIn("nothing listens on " + seed + ": start the seed first", node.output())
+
+    def test_unresolvable_name(self) -> None:
+        node = self.join(1, "n9:29400", nnodes=2, timeout="5s")
+        self.assertEqual(self.finish(node, 30), 11, node.output())
+        self.assertIn("seed name 'n9' does not resolve", node.output())
+        code, report = self.doctor(1, "n9:29400")
+        self.assertEqual(code, 11, report)
+        self.assertIn("does not resolve", self.check(report, "resolve")["finding"])
+
+    def test_seed_of_another_run(self) -> None:
+        self.seed(0, run_id="another-job")
+        node = self.join(1, "n0:29400", nnodes=2, timeout="10s")
+        self.assertEqual(self.finish(node, 30), 6, node.output())
+        self.assertIn("belongs to run 'another-job'", node.output())
+        self.assertIn("Use the same --run-id on every node", node.output())
+        code, report = self.doctor(1, "n0:29400")
+        self.assertEqual(code, 6, report)
+        self.assertIn("another-job", self.check(report, "handshake")["finding"])
+
+
+class PortBusyTest(NetnsCase):
+    hosts = 2
+
+    def test_listen_port_held_by_another_process(self) -> None:
+        self.seed(0)
+        holder = self.lab.start(1, [PYTHON, "-c",
+                                    "import socket, time\n"
+                                    "s = socket.socket(); s.bind(('0.0.0.0', 29400)); s.listen()\n"
+                                    "print('listening', flush=True); time.sleep(120)"],
+                                name="holder")
+        wait_until(lambda: "listening" in holder.output() or not holder.running(), 30,
+                   "the process holding port 29400")
+        node = self.join(1, "n0:29400", nnodes=2, timeout="10s")
+        self.assertEqual(self.finish(node, 30), 3, node.output())
+        text = node.output()
+        self.assertIn("cannot listen on 0.0.0.0:29400: the port is already in use by pid "
+                      f"{holder.popen.pid}", text)
+        self.assertIn("--listen :PORT", text)
+        code, report = self.doctor(1, "n0:29400", "--listen", ":29400")
+        self.assertEqual(code, 3, report)
+        listen = self.check(report, "listen port")
+        self.assertEqual(listen["verdict"], "fail")
+        self.assertIn(f"is already in use by pid {holder.popen.pid}", listen["finding"])
+        self.assertEqual(self.check(report, "handshake")["verdict"], "pass")
+
+
+class LossTest(NetnsCase):
+    def test_converges_with_ten_percent_loss_on_every_host(self) -> None:
+        for host in range(self.hosts):
+            self.lab.random_loss(host, 10)
+        out = Path(self.lab.workdir)
+        nodes = [self.join(h, "n0:29400", "--profile", "lan", "--env-file",
+                           str(out / f"{h}.env"), timeout="90s") for h in range(self.hosts)]
+        for node in nodes:
+            self.assertEqual(self.finish(node, 120), 0, node.output())
+        envs = [parse_env_file(out / f"{h}.env") for h in range(self.hosts)]
+        self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"], e["WORLD_SIZE"])
+                              for e in envs}), 1)
+        self.assertEqual(sorted(int(e["RANK"]) for e in envs), list(range(self.hosts)))
+
+
+class IPv6Test(NetnsCase):
+    ipv6 = True
+
+    def test_ipv6_only_lan_converges(self) -> None:
+        out = Path(self.lab.workdir)
+        seed = self.lab.endpoint(0)  # "[fd77::1]:29400"
+        self.assertEqual(seed, "[fd77::1]:29400")
+        listen = ("--listen", "[::]:29400")  # the default, 0.0.0.0, is IPv4 only
+        first = self.join(0, seed, *listen, "--env-file", str(out / "0.env"))
+        reports = []
+
+        def seed_answers() -> bool:
+            reports.append(self.doctor(1, seed, *listen, "--timeout", "2s"))
+            return self.check(reports[-1][1], "reach")["verdict"] == "pass"
+
+        wait_until(seed_answers, 20, "the seed node to listen", interval=0.2)
+        code, report = reports[-1]
+        self.assertEqual(self.check(report, "handshake")["verdict"], "pass", report)
+        self.assertEqual(report["advertise"], self.lab.address(1))
+        self.assertEqual(code, 0, report)
+        # Without --listen, join would take IPv4 only: doctor says so.
+        code, report = self.doctor(1, seed)
+        self.assertEqual(code, 3, report)
+        self.assertIn("accepts IPv4 only", json.dumps(report))
+        nodes = [first] + [self.join(h, seed, *listen, "--env-file", str(out / f"{h}.env"))
+                           for h in range(1, self.hosts)]
+        for node in nodes:
+            self.assertEqual(self.finish(node, 60), 0, node.output())
+        envs = [parse_env_file(out / f"{h}.env") for h in range(self.hosts)]
+        self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs}), 1)
+        self.assertIn(envs[0]["MASTER_ADDR"], [self.lab.address(h) for h in range(self.hosts)])
+        self.assertTrue(all(e["GLOO_SOCKET_IFNAME"] == "eth0" for e in envs), envs)
+
+
+if __name__ == "__main__":
+    unittest.main()
