@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""How fast N gossip-rdzv nodes on loopback agree, and how much memory a node takes.
+
+For each N it launches N `gossip-rdzv join --profile local` processes on 127.0.0.1 (node 1 is
+the seed of all), and measures with time.monotonic():
+  files  launch of the first process -> every node has written its env file
+  exit   launch of the first process -> every process has exited (peers know the outcome)
+  launch launch of the first process -> the last one started (fork/exec of N processes)
+plus each node's peak RSS (os.wait4 -> ru_maxrss). Each N is repeated R times; the table
+shows the median (and min-max) of the times and the max / mean peak RSS over all runs.
+
+With --torch it also runs N Python processes that each create torch's own c10d rendezvous
+handler (RendezvousParameters(backend="c10d") + get_rendezvous_handler().next_rendezvous())
+against a TCPStore hosted by the first of them, and reports:
+  rdzv   the last process entering next_rendezvous() -> the last one returning from it
+  span   the first process entering next_rendezvous() -> the last one returning from it
+  e2e    launch -> every process has returned (includes starting Python and importing torch)
+
+Usage (from the repository root, after building):
+  /usr/bin/python3 bench/bench_rendezvous.py                       # N = 4 16 32 64, R = 3
+  /usr/bin/python3 bench/bench_rendezvous.py 4 32 --repeats 5 --torch --torch-max 32
+docs/performance.md records the figures measured with it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+
+# The torch side: one process of a c10d rendezvous. Prints a JSON line with its timings.
+TORCH_WORKER = r"""
+import json, sys, time
+t_start = time.monotonic()
+from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler
+index, nnodes, port, run_id = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+params = RendezvousParameters(backend="c10d", endpoint=f"127.0.0.1:{port}", run_id=run_id,
+                              min_nodes=nnodes, max_nodes=nnodes, local_addr="127.0.0.1",
+                              is_host=(index == 0), join_timeout=600)
+handler = get_rendezvous_handler(params)
+t_call = time.monotonic()
+store, rank, world_size = handler.next_rendezvous()
+t_return = time.monotonic()
+print(json.dumps({"start": t_start, "call": t_call, "return": t_return, "rank": rank,
+                  "world_size": world_size}), flush=True)
+# The first process hosts the TCPStore: it must outlive every other one's last request.
+store.add("bench/finished", 1)
+if index == 0:
+    deadline = time.monotonic() + 120
+    while store.add("bench/finished", 0) < nnodes and time.monotonic() < deadline:
+        time.sleep(0.01)
+# No handler.shutdown(): it closes the rendezvous for every participant.
+"""
+
+
+def free_ports(count: int) -> list[int]:
+    """Free loopback ports from below the ephemeral range (32768+ on Linux), so the many
+    connections between nodes, and the MASTER_PORT a node picks with bind(0), cannot take one
+    before its node binds it."""
+    ports: list[int] = []
+    for candidate in random.sample(range(20000, 29000), 9000):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+        ports.append(candidate)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError(f"could not find {count} free loopback ports")
+
+
+def default_binary() -> str:
+    for build in ("build", "build-e2e"):
+        path = REPO / build / "tools" / "gossip-rdzv" / "gossip-rdzv"
+        if path.exists():
+            return str(path)
+    return "gossip-rdzv"
+
+
+class Fleet:
+    """Child processes reaped with os.wait4, so each one's peak RSS is known."""
+
+    def __init__(self) -> None:
+        self.popens: list[subprocess.Popen] = []
+        self.exit: dict[int, tuple[int, float, float]] = {}  # pid -> (code, t, maxrss MiB)
+
+    def spawn(self, args, **kwargs) -> subprocess.Popen:
+        popen = subprocess.Popen(args, stdin=subprocess.DEVNULL, **kwargs)
+        self.popens.append(popen)
+        return popen
+
+    def reap(self) -> None:
+        for popen in self.popens:
+            if popen.pid in self.exit:
+                continue
+            pid, status, usage = os.wait4(popen.pid, os.WNOHANG)
+            if pid:
+                code = os.waitstatus_to_exitcode(status)
+                popen.returncode = code
+                self.exit[pid] = (code, time.monotonic(), usage.ru_maxrss / 1024.0)
+
+    def all_exited(self) -> bool:
+        self.reap()
+        return len(self.exit) == len(self.popens)
+
+    def kill_all(self) -> None:
+        for popen in self.popens:
+            if popen.pid not in self.exit:
+                popen.kill()
+        deadline = time.monotonic() + 10
+        while not self.all_exited() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path) -> dict:
+    ports = free_ports(nnodes)
+    env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
+    logs = [open(workdir / f"node{i}.err", "wb") for i in range(nnodes)]
+    fleet = Fleet()
+    t0 = time.monotonic()
+    try:
+        for i, port in enumerate(ports):
+            fleet.spawn([binary, "join", "--seed", f"127.0.0.1:{ports[0]}",
+                         "--listen", f"127.0.0.1:{port}", "--nnodes", str(nnodes),
+                         "--run-id", "bench", "--profile", "local", "--join-timeout", "60s",
+                         "--env-file", str(env_files[i]), "--quiet"],
+                        stdout=subprocess.DEVNULL, stderr=logs[i])
+        t_launched = time.monotonic()
+        pending = set(range(nnodes))
+        t_files = None
+        deadline = t0 + timeout
+        while time.monotonic() < deadline:
+            pending = {i for i in pending if not env_files[i].exists()}
+            if not pending and t_files is None:
+                t_files = time.monotonic()
+            if fleet.all_exited():
+                break
+            time.sleep(0.002)
+        if t_files is None and not pending:
+            t_files = time.monotonic()
+    finally:
+        fleet.kill_all()
+        for log in logs:
+            log.close()
+    codes = [fleet.exit[p.pid][0] for p in fleet.popens if p.pid in fleet.exit]
+    failed = [i for i, p in enumerate(fleet.popens) if fleet.exit.get(p.pid, (None,))[0] != 0]
+    if failed:
+        err = (workdir / f"node{failed[0]}.err").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"N={nnodes}: {len(failed)} nodes failed (exit codes "
+                           f"{sorted(set(codes))}); node{failed[0]} stderr:\n{err}")
+    if t_files is None:
+        raise RuntimeError(f"N={nnodes}: every node exited 0 but not every env file exists")
+    rss = [fleet.exit[p.pid][2] for p in fleet.popens]
+    return {
+        "launch": t_launched - t0,
+        "files": t_files - t0,
+        "exit": max(fleet.exit[p.pid][1] for p in fleet.popens) - t0,
+        "rss": rss,
+    }
+
+
+def run_torch(nnodes: int, timeout: float, workdir: Path) -> dict:
+    port = free_ports(1)[0]
+    script = workdir / "torch_worker.py"
+    script.write_text(TORCH_WORKER)
+    outs = [workdir / f"torch{i}.out" for i in range(nnodes)]
+    errs = [workdir / f"torch{i}.err" for i in range(nnodes)]
+    fleet = Fleet()
+    t0 = time.monotonic()
+    try:
+        for i in range(nnodes):
+            with open(outs[i], "wb") as out, open(errs[i], "wb") as err:
+                fleet.spawn([TORCH_PYTHON, str(script), str(i), str(nnodes), str(port),
+                             f"bench{port}"], stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while not fleet.all_exited():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"torch N={nnodes}: not done after {timeout}s")
+            time.sleep(0.01)
+    finally:
+        fleet.kill_all()
+    results = []
+    for i in range(nnodes):
+        lines = outs[i].read_text().splitlines()
+        if not lines:
+            raise RuntimeError(f"torch process {i} failed:\n{errs[i].read_text()[-2000:]}")
+        results.append(json.loads(lines[0]))
+    return {
+        "rdzv": max(r["return"] for r in results) - max(r["call"] for r in results),
+        "span": max(r["return"] for r in results) - min(r["call"] for r in results),
+        "e2e": max(r["return"] for r in results) - t0,
+        "rss": [fleet.exit[p.pid][2] for p in fleet.popens],
+    }
+
+
+def fmt_times(values: list[float]) -> str:
+    return (f"{statistics.median(values):7.3f} ({min(values):.3f}-{max(values):.3f})")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sizes", nargs="*", type=int, default=[4, 16, 32, 64],
+                        help="numbers of nodes (default: 4 16 32 64)")
+    parser.add_argument("--repeats", "-r", type=int, default=3, help="runs per size (3)")
+    parser.add_argument("--binary", default=default_binary(), help="gossip-rdzv to run")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run (120)")
+    parser.add_argument("--torch", action="store_true",
+                        help="also time torch's c10d rendezvous handler")
+    parser.add_argument("--torch-max", type=int, default=32,
+                        help="largest N for the torch comparison (32; ~200 MiB per process)")
+    parser.add_argument("--only", choices=["gossip", "torch"],
+                        help="run only one side (--only torch implies --torch)")
+    parser.add_argument("--json", help="also write the raw measurements to this file")
+    args = parser.parse_args()
+    if args.only == "torch":
+        args.torch = True
+    if any(n < 1 or n > 256 for n in args.sizes):
+        parser.error("sizes must be between 1 and 256")
+
+    print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
+          f"{os.cpu_count()} CPUs  {platform.platform()}")
+    print(f"# binary: {args.binary}; {args.repeats} runs per size; times in seconds: "
+          f"median (min-max)")
+    raw: dict = {"gossip": {}, "torch": {}}
+    with tempfile.TemporaryDirectory(prefix="gossip-rdzv-bench-") as tmp:
+        if args.only != "torch":
+            print(f"{'N':>4}  {'files (s)':<22} {'exit (s)':<22} "
+                  f"{'peak RSS max/mean (MiB)':>24}  {'launch (s)':>10}")
+        for n in (args.sizes if args.only != "torch" else []):
+            runs = []
+            for r in range(args.repeats):
+                workdir = Path(tmp) / f"g{n}-{r}"
+                workdir.mkdir()
+                runs.append(run_gossip(args.binary, n, args.timeout, workdir))
+            raw["gossip"][n] = runs
+            rss = [x for run in runs for x in run["rss"]]
+            print(f"{n:>4}  {fmt_times([x['files'] for x in runs]):<22} "
+                  f"{fmt_times([x['exit'] for x in runs]):<22} "
+                  f"{max(rss):>13.1f} / {statistics.mean(rss):<8.1f}  "
+                  f"{statistics.median(x['launch'] for x in runs):>10.3f}", flush=True)
+
+        if args.torch:
+            print()
+            print("# torch c10d rendezvous (RendezvousParameters + get_rendezvous_handler)")
+            print(f"{'N':>4}  {'rdzv (s)':<22} {'span (s)':<22} {'e2e (s)':<22} "
+                  f"{'peak RSS max/mean (MiB)':>24}")
+            for n in [n for n in args.sizes if n <= args.torch_max]:
+                runs = []
+                for r in range(args.repeats):
+                    workdir = Path(tmp) / f"t{n}-{r}"
+                    workdir.mkdir()
+                    runs.append(run_torch(n, max(args.timeout, 60.0 + 3.0 * n), workdir))
+                raw["torch"][n] = runs
+                rss = [x for run in runs for x in run["rss"]]
+                print(f"{n:>4}  {fmt_times([x['rdzv'] for x in runs]):<22} "
+                      f"{fmt_times([x['span'] for x in runs]):<22} "
+                      f"{fmt_times([x['e2e'] for x in runs]):<22} "
+                      f"{max(rss):>13.1f} / {statistics.mean(rss):.1f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(raw, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except RuntimeError as e:
+        print(f"bench_rendezvous: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,437 @@
+"""Many real `gossip-rdzv` processes on loopback: they must agree, and every file they write
+must describe one and the same assignment. Failures must exit with the documented code and a
+message naming the cause.
+
+Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv /usr/bin/python3 -m unittest -v test_cluster
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from cluster import Cluster, check_consistent, free_ports, parse_env_file, wait_until
+
+# Seconds a healthy rendezvous of up to 8 local nodes may take, generously (2 shared cores,
+# other tests running in parallel).
+CONVERGE_TIMEOUT = 60.0
+
+
+class ClusterTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-cluster-"))
+        self.cluster = Cluster(self.tmp)
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.addCleanup(self.cluster.close)
+
+    def converge(self, nodes, timeout: float = CONVERGE_TIMEOUT):
+        codes = self.cluster.wait_nodes(nodes, timeout=timeout)
+        self.assertEqual(codes, [0] * len(nodes), self.cluster.logs(nodes))
+        return check_consistent(self, nodes)
+
+    def assert_natural_order(self, nodes, membership):
+        """Without hints, node ranks follow natural order of (hostname, host, endpoint): on one
+        machine, the port number."""
+        by_port = sorted(nodes, key=lambda n: n.port)
+        self.assertEqual([e["endpoint"] for e in membership["nodes"]],
+                         [n.endpoint for n in by_port])
+
+
+class SizesTest(ClusterTest):
+    """N nodes, node 1 the seed of all (the seed names itself, as on a real cluster)."""
+
+    def run_size(self, count: int):
+        nodes = self.cluster.start_nodes(count)
+        membership = self.converge(nodes)
+        self.assert_natural_order(nodes, membership)
+        for node in nodes:
+            stdout = node.proc.stdout
+            self.assertIn(f"WORLD_SIZE={count}", stdout, f"node{node.index} stdout: {stdout}")
+            self.assertIn("MASTER_ADDR=127.0.0.1", stdout)
+
+    def test_two_nodes(self):
+        self.run_size(2)
+
+    def test_four_nodes(self):
+        self.run_size(4)
+
+    def test_eight_nodes(self):
+        self.run_size(8)
+
+    def test_single_node_seeding_itself(self):
+        nodes = self.cluster.start_nodes(1)
+        self.converge(nodes)
+
+    def test_seed_is_not_the_first_node(self):
+        nodes = self.cluster.start_nodes(3, seed_index=2)
+        self.converge(nodes)
+
+
+class MixedTest(ClusterTest):
+    def test_mixed_nproc_per_node(self):
+        nodes = self.cluster.start_nodes(4, nprocs=[1, 2, 3, 2])
+        membership = self.converge(nodes)
+        self.assertEqual(membership["world_size"], 8)
+        for node in nodes:
+            for local_rank in range(node.nproc):
+                env = node.env(local_rank)
+                self.assertEqual(env["LOCAL_WORLD_SIZE"], str(node.nproc))
+                self.assertEqual(env["WORLD_SIZE"], "8")
+
+    def test_min_max_with_last_call(self):
+        nodes = self.cluster.start_nodes(3, nnodes="2:4", extra=["--last-call", "1s"])
+        membership = self.converge(nodes)
+        self.assertEqual(membership["nnodes"], 3)
+        self.assertEqual(membership["world_size"], 3)
+
+    def test_output_formats(self):
+        ports = free_ports(3)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        nodes = [
+            self.cluster.add_node(seed, "3", port=ports[0], extra=["--format", "json"]),
+            self.cluster.add_node(seed, "3", port=ports[1], extra=["--format", "export"]),
+            self.cluster.add_node(seed, "3", port=ports[2], extra=["--format", "env"]),
+        ]
+        self.converge(nodes)
+        as_json = json.loads(nodes[0].proc.stdout)
+        self.assertIn("3", json.dumps(as_json))  # parses; the content is the assignment
+        self.assertIn("export WORLD_SIZE=3", nodes[1].proc.stdout)
+        self.assertIn("WORLD_SIZE=3", nodes[2].proc.stdout)
+        self.assertNotIn("export ", nodes[2].proc.stdout)
+
+
+class DedicatedSeedTest(ClusterTest):
+    """`gossip-rdzv seed`: introduces joiners, is not a member, and is not needed afterwards."""
+
+    def start_seed(self):
+        port = free_ports(1)[0]
+        seed = self.cluster.spawn("seed", [self.cluster.bin, "seed", "--listen",
+                                           f"127.0.0.1:{port}", "--run-id", "cluster-test",
+                                           "--profile", "local"])
+        return seed, f"127.0.0.1:{port}"
+
+    def members_listed(self, seed_endpoint: str, nodes) -> bool:
+        """Whether `gossip-rdzv members` at the seed lists every node of `nodes`."""
+        result = self.cluster.run([self.cluster.bin, "members", "--seed", seed_endpoint,
+                                   "--run-id", "cluster-test", "--format", "json",
+                                   "--timeout", "2s"], timeout=15)
+        return result.returncode == 0 and all(n.endpoint in result.stdout for n in nodes)
+
+    def test_nodes_converge_after_seed_is_killed(self):
+        seed, seed_endpoint = self.start_seed()
+        nodes = [self.cluster.add_node([seed_endpoint], "4") for _ in range(4)]
+        wait_until(lambda: self.members_listed(seed_endpoint, nodes)
+                   or all(n.proc.poll() is not None for n in nodes),
+                   timeout=CONVERGE_TIMEOUT, interval=0.05,
+                   what="the seed to list all 4 nodes")
+        self.cluster.kill(seed, signal.SIGKILL)
+        self.converge(nodes)
+        self.assertIsNotNone(seed.poll(), "the killed seed is still running")
+
+    def test_last_node_joins_through_a_member_after_seed_is_killed(self):
+        # 3 of 4 nodes join through the seed; the seed dies; the 4th names the dead seed and
+        # node 1. The view can only complete after the seed is gone.
+        seed, seed_endpoint = self.start_seed()
+        first = [self.cluster.add_node([seed_endpoint], "4") for _ in range(3)]
+        wait_until(lambda: self.members_listed(seed_endpoint, first), timeout=CONVERGE_TIMEOUT,
+                   interval=0.05, what="the seed to list the first 3 nodes")
+        self.cluster.kill(seed, signal.SIGKILL)
+        seed.popen.wait(timeout=10)
+        for node in first:
+            self.assertIsNone(node.proc.poll(), "a node exited before the view was complete:\n"
+                              + self.cluster.logs(first))
+        last = self.cluster.add_node([seed_endpoint, first[0].endpoint], "4")
+        self.converge(first + [last])
+
+    def test_seed_is_not_a_member(self):
+        seed, seed_endpoint = self.start_seed()
+        nodes = [self.cluster.add_node([seed_endpoint], "2") for _ in range(2)]
+        membership = self.converge(nodes)
+        self.assertNotIn(seed_endpoint, [e["endpoint"] for e in membership["nodes"]])
+        self.assertIsNone(seed.poll(), "the dedicated seed must run until it is stopped")
+        self.cluster.kill(seed, signal.SIGTERM)
+        self.assertEqual(self.cluster.wait([seed], timeout=15), [0], seed.stderr)
+
+
+class RestartTest(ClusterTest):
+    """A node that dies and restarts on the same endpoint (new incarnation) mid-round, and a
+    joiner that arrives at the very end of the last call: agreement must still hold."""
+
+    def test_node_restarts_mid_round(self):
+        ports = free_ports(4)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        first = [self.cluster.add_node(seed, "4", port=p) for p in ports[:3]]
+        wait_until(lambda: self.members_at(first[0], first), timeout=CONVERGE_TIMEOUT,
+                   interval=0.05, what="node 1 to know the first 3 nodes")
+        victim = first[1]
+        self.cluster.kill(victim.proc, signal.SIGKILL)
+        self.cluster.wait([victim.proc], timeout=10)
+        self.cluster.start_node(victim)  # same endpoint, same files, new process
+        last = self.cluster.add_node(seed, "4", port=ports[3])
+        membership = self.converge(first + [last])
+        self.assertEqual(membership["nnodes"], 4)
+
+    def test_joiner_at_the_end_of_the_last_call(self):
+        # Whether the third node makes it into the round is a race on purpose; what must
+        # hold either way: the nodes that succeed agree, and exactly they form the view.
+        ports = free_ports(3)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        extra = ["--last-call", "1s"]
+        first = [self.cluster.add_node(seed, "2:3", port=p, extra=extra, join_timeout="8s")
+                 for p in ports[:2]]
+        wait_until(lambda: self.members_at(first[0], first), timeout=CONVERGE_TIMEOUT,
+                   interval=0.02, what="node 1 to know both nodes")
+        start_late = time.monotonic() + 0.95  # just before the 1 s last call ends
+        wait_until(lambda: time.monotonic() >= start_late, timeout=5, interval=0.005,
+                   what="the end of the last call")
+        late = self.cluster.add_node(seed, "2:3", port=ports[2], extra=extra,
+                                     join_timeout="8s")
+        nodes = first + [late]
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes[:2], [0, 0], logs)
+        self.assertIn(codes[2], (0, 5, 9), logs)
+        committed = [n for n, c in zip(nodes, codes) if c == 0]
+        membership = check_consistent(self, committed)
+        self.assertEqual(sorted(e["endpoint"] for e in membership["nodes"]),
+                         sorted(n.endpoint for n in committed), logs)
+
+    def members_at(self, node, expected) -> bool:
+        result = self.cluster.run([self.cluster.bin, "members", "--seed", node.endpoint,
+                                   "--run-id", "cluster-test", "--format", "json",
+                                   "--timeout", "2s"], timeout=15)
+        return result.returncode == 0 and all(n.endpoint in result.stdout for n in expected)
+
+
+class AdmissionTest(ClusterTest):
+    def test_more_nodes_than_max(self):
+        nodes = self.cluster.start_nodes(5, nnodes="4")
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(sorted(codes), [0, 0, 0, 0, 9], self.cluster.logs())
+        admitted = [n for n, c in zip(nodes, codes) if c == 0]
+        rejected = [n for n, c in zip(nodes, codes) if c == 9][0]
+        membership = check_consistent(self, admitted)
+        self.assertEqual(membership["nnodes"], 4)
+        self.assertNotIn(rejected.endpoint, [e["endpoint"] for e in membership["nodes"]])
+        self.assertIn("not admitted", rejected.proc.stderr.lower())
+        self.assertFalse(rejected.env_path(0).exists(), "a node not admitted wrote an env file")
+
+    def test_more_nodes_than_max_with_min_max(self):
+        nodes = self.cluster.start_nodes(5, nnodes="3:4", extra=["--last-call", "1s"])
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(sorted(codes), [0, 0, 0, 0, 9], self.cluster.logs())
+        admitted = [n for n, c in zip(nodes, codes) if c == 0]
+        self.assertEqual(check_consistent(self, admitted)["nnodes"], 4)
+
+    def test_run_id_mismatch(self):
+        port = free_ports(1)[0]
+        seed = [f"127.0.0.1:{port}"]
+        alpha = self.cluster.add_node(seed, "2", port=port, run_id="alpha-run",
+                                      join_timeout="10s")
+        wait_until(lambda: self.port_listening(port) or alpha.proc.poll() is not None,
+                   timeout=15, what="node alpha to listen")
+        beta = self.cluster.add_node(seed, "2", run_id="beta-run", join_timeout="10s")
+        self.assertEqual(self.cluster.wait([beta.proc], timeout=30), [6],
+                         self.cluster.logs([beta]))
+        self.assertIn("alpha-run", beta.proc.stderr)
+        self.assertIn("beta-run", beta.proc.stderr)
+        # The other side says so too (DESIGN.md: "a message that says so on both sides").
+        self.cluster.wait([alpha.proc], timeout=30)
+        self.assertNotEqual(alpha.proc.returncode, 0)
+        self.assertIn("beta-run", alpha.proc.stderr, self.cluster.logs([alpha]))
+
+    @staticmethod
+    def port_listening(port: int) -> bool:
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class RankHintTest(ClusterTest):
+    def test_hints_are_honoured(self):
+        hints = [2, None, 0, None]
+        ports = free_ports(4)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        nodes = [self.cluster.add_node(seed, "4", port=p,
+                                       extra=[] if h is None else ["--node-rank", str(h)])
+                 for p, h in zip(ports, hints)]
+        self.converge(nodes)
+        for node, hint in zip(nodes, hints):
+            if hint is not None:
+                self.assertEqual(node.env(0)["NODE_RANK"], str(hint))
+        # The unhinted nodes fill ranks 1 and 3 in natural (port) order.
+        free = sorted((n for n, h in zip(nodes, hints) if h is None), key=lambda n: n.port)
+        self.assertEqual([n.env(0)["NODE_RANK"] for n in free], ["1", "3"])
+
+    def test_conflicting_hints(self):
+        ports = free_ports(2)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        nodes = [self.cluster.add_node(seed, "2", port=p, extra=["--node-rank", "0"])
+                 for p in ports]
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(codes, [8, 8], self.cluster.logs())
+        for node in nodes:
+            for other in nodes:
+                self.assertIn(str(other.port), node.proc.stderr,
+                              f"node{node.index} does not name node{other.index}:\n"
+                              + node.proc.stderr)
+            self.assertFalse(node.env_path(0).exists())
+
+
+class FailureTest(ClusterTest):
+    def test_usage_errors(self):
+        bin_ = self.cluster.bin
+        seed = "127.0.0.1:1"
+        cases = [
+            [],
+            ["no-such-command"],
+            ["join"],
+            ["join", "--nnodes", "2"],                                    # no --seed
+            ["join", "--seed", seed],                                     # no --nnodes
+            ["join", "--seed", seed, "--nnodes", "0"],
+            ["join", "--seed", seed, "--nnodes", "4:2"],
+            ["join", "--seed", seed, "--nnodes", "two"],
+            ["join", "--seed", seed, "--nnodes", "2", "--nproc-per-node", "0"],
+            ["join", "--seed", seed, "--nnodes", "2", "--join-timeout", "soon"],
+            ["join", "--seed", seed, "--nnodes", "2", "--last-call", "-1s"],
+            ["join", "--seed", seed, "--nnodes", "2", "--format", "xml"],
+            ["join", "--seed", seed, "--nnodes", "2", "--profile", "moon"],
+            ["join", "--seed", seed, "--nnodes", "2", "--listen", "127.0.0.1:99999"],
+            ["join", "--seed", seed, "--nnodes", "2", "--node-rank", "-3"],
+            ["join", "--seed", seed, "--nnodes", "2", "--node-rank", "2"],  # >= node count
+            ["join", "--seed", seed, "--nnodes", "2", "--no-such-flag"],
+            ["seed"],                                                     # no --listen
+            ["members"],                                                  # no --seed
+        ]
+        for args in cases:
+            with self.subTest(args=args):
+                result = self.cluster.run([bin_, *args], timeout=15)
+                self.assertEqual(result.returncode, 2,
+                                 f"{args}: exit {result.returncode}\n{result.stderr}")
+                self.assertTrue(result.stderr.strip(), f"{args}: no message on stderr")
+                self.assertNotIn("terminate called", result.stderr)
+
+    def test_help_exits_zero(self):
+        for args, expected in ((["--help"], "join"), (["join", "--help"], "--seed"),
+                               (["seed", "--help"], "--listen"),
+                               (["members", "--help"], "--seed")):
+            result = self.cluster.run([self.cluster.bin, *args], timeout=15)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn(expected, result.stdout)
+
+    def test_closed_seed_port(self):
+        closed = free_ports(1)[0]  # nothing listens there any more
+        node = self.cluster.add_node([f"127.0.0.1:{closed}"], "2", join_timeout="2s")
+        started = time.monotonic()
+        self.assertEqual(self.cluster.wait([node.proc], timeout=30), [4], node.proc.stderr)
+        self.assertLess(time.monotonic() - started, 15, "the join timeout was not honoured")
+        self.assertIn("nothing listens", node.proc.stderr.lower())
+        self.assertIn(str(closed), node.proc.stderr)
+
+    def test_listen_port_in_use(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen(1)
+            port = holder.getsockname()[1]
+            node = self.cluster.add_node([f"127.0.0.1:{port}"], "2", port=port)
+            self.assertEqual(self.cluster.wait([node.proc], timeout=30), [3], node.proc.stderr)
+        self.assertIn(str(port), node.proc.stderr)
+
+    def test_seed_name_does_not_resolve(self):
+        node = self.cluster.add_node(["no-such-host.invalid:29400"], "2", join_timeout="5s")
+        self.assertEqual(self.cluster.wait([node.proc], timeout=30), [11], node.proc.stderr)
+        self.assertIn("no-such-host.invalid", node.proc.stderr)
+
+    def test_join_timeout_names_missing(self):
+        # 2 of 3 nodes: the view never completes; the timeout must say how many are missing.
+        nodes = self.cluster.start_nodes(2, nnodes="3", join_timeout="3s")
+        codes = self.cluster.wait_nodes(nodes, timeout=30)
+        self.assertEqual(codes, [5, 5], self.cluster.logs())
+        for node in nodes:
+            self.assertFalse(node.env_path(0).exists())
+
+
+class OutputTest(ClusterTest):
+    def test_node_level_env_file(self):
+        """Without {local_rank} the env file holds the node-level variables: no RANK when the
+        node runs several processes."""
+        port = free_ports(1)[0]
+        path = self.tmp / "node.env"
+        node = self.cluster.add_node([f"127.0.0.1:{port}"], "1", port=port, nproc=2,
+                                     start=False)
+        node.set_arg("--env-file", str(path))
+        self.cluster.start_node(node)
+        self.assertEqual(self.cluster.wait([node.proc], timeout=30), [0], node.proc.stderr)
+        env = parse_env_file(path)
+        self.assertEqual(env["WORLD_SIZE"], "2")
+        self.assertEqual(env["LOCAL_WORLD_SIZE"], "2")
+        self.assertNotIn("RANK", env)
+        self.assertNotIn("LOCAL_RANK", env)
+
+    def test_unwritable_env_file(self):
+        port = free_ports(1)[0]
+        blocker = self.tmp / "a-file"
+        blocker.write_text("not a directory\n")
+        path = blocker / "rank{local_rank}.env"  # its parent is a regular file
+        node = self.cluster.add_node([f"127.0.0.1:{port}"], "1", port=port, start=False)
+        node.set_arg("--env-file", str(path))
+        self.cluster.start_node(node)
+        self.assertEqual(self.cluster.wait([node.proc], timeout=30), [10], node.proc.stderr)
+        self.assertIn(str(blocker), node.proc.stderr)
+
+    def test_listen_on_all_addresses(self):
+        """--listen :PORT binds every address; the advertised host is found by the route to
+        the seed (here loopback)."""
+        ports = free_ports(2)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        nodes = [self.cluster.add_node(seed, "2", port=p, start=False) for p in ports]
+        for node in nodes:
+            node.set_arg("--listen", f":{node.port}")
+            self.cluster.start_node(node)
+        self.converge(nodes)
+
+
+class WorkerTest(ClusterTest):
+    def test_command_exit_status_is_returned(self):
+        port = free_ports(1)[0]
+        node = self.cluster.add_node(
+            [f"127.0.0.1:{port}"], "1", port=port, nproc=2,
+            extra=["--", "/bin/sh", "-c", 'test "$LOCAL_RANK" = 1 && exit 3; exit 0'])
+        self.assertEqual(self.cluster.wait([node.proc], timeout=60), [3], node.proc.stderr)
+
+    def test_sigterm_reaches_the_workers(self):
+        port = free_ports(1)[0]
+        marker = self.tmp / "worker-started"
+        node = self.cluster.add_node(
+            [f"127.0.0.1:{port}"], "1", port=port, nproc=2,
+            extra=["--", "/bin/sh", "-c", f'touch "{marker}.$LOCAL_RANK"; exec sleep 120'])
+        wait_until(lambda: all(Path(f"{marker}.{r}").exists() for r in range(2))
+                   or node.proc.poll() is not None, timeout=30, what="workers to start")
+        self.assertIsNone(node.proc.poll(), node.proc.stderr)
+        node.proc.popen.send_signal(signal.SIGTERM)  # to gossip-rdzv only, not its group
+        codes = self.cluster.wait([node.proc], timeout=30)
+        self.assertEqual(codes, [128 + signal.SIGTERM], node.proc.stderr)
+
+    def test_command_gets_the_environment(self):
+        port = free_ports(1)[0]
+        out = self.tmp / "worker-env"
+        node = self.cluster.add_node(
+            [f"127.0.0.1:{port}"], "1", port=port, nproc=2,
+            extra=["--", "/bin/sh", "-c", f'env > "{out}.$LOCAL_RANK"'])
+        self.assertEqual(self.cluster.wait([node.proc], timeout=60), [0], node.proc.stderr)
+        for local_rank in range(2):
+            env = dict(line.split("=", 1) for line in
+                       Path(f"{out}.{local_rank}").read_text().splitlines() if "=" in line)
+            self.assertEqual(env["RANK"], str(local_rank))
+            self.assertEqual(env["LOCAL_RANK"], str(local_rank))
+            self.assertEqual(env["WORLD_SIZE"], "2")
+            self.assertEqual(env["MASTER_ADDR"], "127.0.0.1")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,84 @@
+"""The installed CMake package works for a custom launcher: `cmake --install` the build tree
+into a temporary prefix, build examples/launcher against it with find_package(gossip_rdzv),
+run two launchers on loopback and check they agree.
+
+Needs GOSSIP_RDZV_BUILD_DIR (a configured and built tree) and GOSSIP_RDZV_SOURCE_DIR; CTest
+sets both.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from cluster import REPO, Cluster, free_ports, parse_env_file
+
+
+def cmake() -> str:
+    return os.environ.get("CMAKE_COMMAND") or shutil.which("cmake") or "cmake"
+
+
+class PackageTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-package-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.cluster = Cluster(self.tmp / "run")
+        self.addCleanup(self.cluster.close)
+        self.build_dir = Path(os.environ.get("GOSSIP_RDZV_BUILD_DIR", REPO / "build"))
+        self.source_dir = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))
+
+    def check(self, args, timeout=300) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=timeout)
+        self.assertEqual(result.returncode, 0,
+                         f"{' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def test_install_and_build_launcher(self):
+        prefix = self.tmp / "prefix"
+        self.check([cmake(), "--install", self.build_dir, "--prefix", prefix])
+        config_files = list(prefix.glob("lib*/**/gossip_rdzvConfig.cmake"))
+        self.assertTrue(config_files, "gossip_rdzvConfig.cmake was not installed")
+        self.assertTrue((prefix / "include" / "gossip_rdzv" / "node.hpp").exists())
+        self.assertTrue((prefix / "bin" / "gossip-rdzv").exists())
+        # The public headers must not need the private dependencies.
+        for header in (prefix / "include" / "gossip_rdzv").glob("*"):
+            text = header.read_text()
+            for private in ("zmq", "spdlog", "msgpack"):
+                self.assertNotIn(f"#include <{private}", text, f"{header.name} leaks {private}")
+
+        launcher_build = self.tmp / "launcher-build"
+        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+        self.check([cmake(), "-S", self.source_dir / "examples" / "launcher", "-B",
+                    launcher_build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
+                    "-DCMAKE_BUILD_TYPE=Release"])
+        self.check([cmake(), "--build", launcher_build, "-j2"])
+        launcher = launcher_build / "launcher"
+        self.assertTrue(launcher.exists())
+
+        ports = free_ports(2)
+        seed = f"127.0.0.1:{ports[0]}"
+        procs = [self.cluster.spawn(f"launcher{i}", [
+            str(launcher), "--seed", seed, "--nnodes", "2", "--listen-host", "127.0.0.1",
+            "--listen-port", str(port), "--run-id", "package-test"])
+            for i, port in enumerate(ports)]
+        codes = self.cluster.wait(procs, timeout=60)
+        logs = "\n".join(f"--- {p.name}\n{p.stdout}\n{p.stderr}" for p in procs)
+        self.assertEqual(codes, [0, 0], logs)
+        envs = []
+        for proc in procs:
+            path = self.tmp / f"{proc.name}.env"
+            path.write_text(proc.stdout)
+            envs.append(parse_env_file(path))
+        for key in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
+            self.assertEqual(len({e.get(key) for e in envs}), 1, f"launchers disagree on {key}\n{logs}")
+        self.assertEqual(envs[0]["MASTER_ADDR"], "127.0.0.1")
+        self.assertEqual(envs[0]["WORLD_SIZE"], "2")
+        self.assertEqual(sorted(e["RANK"] for e in envs), ["0", "1"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,86 @@
+"""End to end with real clients: what gossip-rdzv agrees on must form a working torch gloo
+process group (init_process_group("gloo", init_method="env://") + all_reduce).
+
+Torch takes 2-4 s to import per process on a 2-core machine, so the deadlines are generous.
+Run: GOSSIP_RDZV_BIN=... /usr/bin/python3 -m unittest -v test_e2e
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "cluster"))
+
+from cluster import Cluster, check_consistent  # noqa: E402
+
+PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
+WORKER = str(HERE / "worker.py")
+NODES, NPROC = 4, 2
+WORLD = NODES * NPROC
+TORCH_TIMEOUT = 240.0
+
+
+class E2ETest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-e2e-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.cluster = Cluster(self.tmp)
+        self.addCleanup(self.cluster.close)
+        self.out = self.tmp / "results"
+        self.out.mkdir()
+
+    def check_results(self, logs: str) -> None:
+        results = [json.loads((self.out / f"rank{r}.json").read_text())
+                   for r in range(WORLD) if (self.out / f"rank{r}.json").exists()]
+        self.assertEqual(len(results), WORLD, f"only {len(results)} of {WORLD} workers "
+                         f"reported\n{logs}")
+        expected_sum = WORLD * (WORLD + 1) // 2
+        for result in results:
+            self.assertEqual(result["world_size"], WORLD)
+            self.assertEqual(result["sum"], expected_sum)
+            self.assertEqual(sorted(result["node_ranks_seen"]),
+                             sorted([n for n in range(NODES) for _ in range(NPROC)]))
+
+    def test_env_files_to_gloo_workers(self):
+        """gossip-rdzv writes env files and exits; we start the workers from those files."""
+        nodes = self.cluster.start_nodes(NODES, nprocs=[NPROC] * NODES)
+        codes = self.cluster.wait_nodes(nodes, timeout=60)
+        self.assertEqual(codes, [0] * NODES, self.cluster.logs())
+        check_consistent(self, nodes)
+
+        workers = []
+        for node in nodes:
+            for local_rank in range(NPROC):
+                env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+                env.update(node.env(local_rank))
+                env["GR_E2E_OUT"] = str(self.out)
+                workers.append(self.cluster.spawn(
+                    f"worker-n{node.index}-l{local_rank}", [PYTHON, WORKER], env=env))
+        codes = self.cluster.wait(workers, timeout=TORCH_TIMEOUT)
+        logs = "\n".join(f"--- {w.name} exit={w.returncode}\n{w.stdout}{w.stderr[-3000:]}"
+                         for w in workers)
+        self.assertEqual(codes, [0] * WORLD, logs)
+        self.check_results(logs)
+
+    def test_join_runs_gloo_workers(self):
+        """`gossip-rdzv join ... -- /usr/bin/python3 worker.py`: the CLI starts the workers."""
+        os.environ["GR_E2E_OUT"] = str(self.out)  # inherited by the nodes, then the workers
+        self.addCleanup(os.environ.pop, "GR_E2E_OUT", None)
+        nodes = self.cluster.start_nodes(NODES, nprocs=[NPROC] * NODES,
+                                         extra=["--", PYTHON, WORKER])
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
+        logs = "\n".join(f"--- node{n.index} exit={n.proc.returncode}\n{n.proc.stdout}"
+                         f"{n.proc.stderr[-3000:]}" for n in nodes)
+        self.assertEqual(codes, [0] * NODES, logs)
+        check_consistent(self, nodes)
+        self.check_results(logs)
+
+
+if __name__ == "__main__":
+    unittest.main()
