@@ -23,12 +23,16 @@ namespace {
 
 // How often the progress display refreshes while waiting for the assignment.
 constexpr auto kProgressPeriod = std::chrono::milliseconds(250);
+// Sent by the waiting thread to the main thread when Node::wait() returns, so the outputs
+// are written at once rather than on the next progress tick (up to 250 ms later).
+constexpr int kWakeSignal = SIGUSR1;
 
 sigset_t interrupt_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, kWakeSignal);
   return set;
 }
 
@@ -55,6 +59,7 @@ Assignment wait_with_progress(Node& node, const CliOptions& options) {
   std::optional<Assignment> assignment;
   std::exception_ptr failure;
   std::atomic<bool> done{false};
+  const pthread_t main_thread = pthread_self();
   std::thread waiter([&] {
     try {
       assignment = node.wait();
@@ -62,11 +67,12 @@ Assignment wait_with_progress(Node& node, const CliOptions& options) {
       failure = std::current_exception();
     }
     done = true;
+    pthread_kill(main_thread, kWakeSignal);
   });
   ProgressDisplay display(stderr, ProgressDisplay::mode_for_stderr(options.verbosity.quiet));
   while (!done) {
     display.update(node.progress(), ProgressDisplay::Clock::now());
-    if (int signal = wait_for_interrupt(kProgressPeriod); signal != 0) {
+    if (int signal = wait_for_interrupt(kProgressPeriod); signal != 0 && signal != kWakeSignal) {
       display.finish();
       waiter.detach();
       exit_interrupted(signal);
@@ -182,7 +188,7 @@ int run_seed(const CliOptions& options) {
               options.config.run_id.c_str());
   std::fflush(stdout);
   int signal = 0;
-  while (signal == 0) signal = wait_for_interrupt(std::chrono::seconds(3600));
+  while (signal == 0 || signal == kWakeSignal) signal = wait_for_interrupt(std::chrono::seconds(3600));
   node.stop();
   if (!options.verbosity.quiet)
     std::fprintf(stderr, "gossip-rdzv: seed stopped (%s)\n", strsignal(signal));
