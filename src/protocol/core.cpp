@@ -391,6 +391,9 @@ struct Core::Impl {
         (agreement.everyone_committed() ||
          now >= committed_at + as_time(config.timing.commit_grace))) {
       done = true;
+      // Our caller may stop as soon as we are done: hand the complete commit set to a few
+      // members first, or one that still lacks a bit only we had would wait out its grace.
+      if (agreement.everyone_committed()) push_gossip(config.timing.gossip_fanout);
     }
   }
 

@@ -25,6 +25,8 @@
 #include "protocol/core.hpp"
 #include "protocol/endpoint.hpp"
 #include "runtime/runtime.hpp"
+#include "store/store_codec.hpp"
+#include "store/store_service.hpp"
 #include "transport/port_holder.hpp"
 #include "transport/tcp_probe.hpp"
 #include "transport/zmq_transport.hpp"
@@ -527,6 +529,40 @@ std::string self_advertise_for(const std::string& target_ip) {
   return route_source(target_ip).value_or(is_ipv6(target_ip) ? "::1" : "127.0.0.1");
 }
 
+// ---- the store -------------------------------------------------------------------------------
+
+/// Serves the store (docs/store.md) on the gossip socket: the keys this node is home for,
+/// and the requests of its local workers.
+class StoreSidecar : public runtime::Sidecar {
+ public:
+  StoreSidecar(const std::string& endpoint, const std::string& run_id)
+      : service_(store::ServiceOptions{endpoint, run_id}), log_(runtime::logger()) {}
+
+  bool claims(const transport::Bytes& bytes) const override {
+    return store::is_store_message(bytes.data(), bytes.size());
+  }
+  void on_bytes(protocol::Time now, const transport::Bytes& bytes) override {
+    service_.on_bytes(now, bytes.data(), bytes.size());
+  }
+  void on_committed(protocol::Time now, const Assignment& assignment) override {
+    service_.on_committed(now, assignment);
+  }
+  void on_tick(protocol::Time now) override {
+    service_.on_tick(now);
+    while (auto warning = service_.poll_warning()) log_->warn("{}", runtime::printable(*warning));
+  }
+  std::vector<Send> take_sends() override {
+    std::vector<Send> sends;
+    while (auto out = service_.poll_send()) sends.push_back(Send{out->to, std::move(out->bytes)});
+    return sends;
+  }
+  std::optional<protocol::Time> next_wakeup() const override { return service_.next_wakeup(); }
+
+ private:
+  store::StoreService service_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
 }  // namespace
 
 // ---- Node ------------------------------------------------------------------------------------
@@ -610,6 +646,10 @@ void Node::start() {
   auto resolved = resolve_seeds(config, *log);
   transport::TransportOptions options;
   options.max_message_bytes = static_cast<std::int64_t>(protocol::kMaxMessageBytes);
+  // A seed that starts a little after its joiners is normal; ZeroMQ's first reconnect should
+  // not be slower than the protocol's own first join retry (20 ms with the local profile).
+  options.reconnect_initial =
+      std::min(options.reconnect_initial, config.timing.join_backoff_initial);
   auto transport =
       std::make_unique<transport::ZmqTransport>(config.listen_host, config.listen_port, options);
   const std::uint16_t port = transport->bound_port();
@@ -620,7 +660,11 @@ void Node::start() {
   log->info("listening as {} (run '{}', --nnodes {}), seeds: {}", impl_->endpoint, config.run_id,
             sizes_text(config.min_nodes, config.max_nodes), seed_list_text(impl_->seeds));
   impl_->started_at = Clock::now();
-  impl_->runtime = std::make_unique<runtime::Runtime>(std::move(core_config), std::move(transport));
+  auto store = config.dedicated_seed
+                   ? nullptr
+                   : std::make_unique<StoreSidecar>(impl_->endpoint, config.run_id);
+  impl_->runtime = std::make_unique<runtime::Runtime>(std::move(core_config), std::move(transport),
+                                                      std::move(store));
   impl_->runtime->start();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -67,11 +68,13 @@ std::shared_ptr<spdlog::logger> logger() {
   return instance;
 }
 
-Runtime::Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport)
+Runtime::Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport,
+                 std::unique_ptr<Sidecar> sidecar)
     : config_(config),
       origin_(std::chrono::steady_clock::now()),
       log_(logger()),
       core_(std::move(config)),
+      sidecar_(std::move(sidecar)),
       transport_(std::move(transport)) {}
 
 Runtime::~Runtime() {
@@ -143,6 +146,12 @@ void Runtime::loop() {
                     protocol::to_string(protocol::message_type(out.msg.body)), out.to);
       }
     }
+    for (const auto& send : sidecar_sends_) {
+      if (!transport_->send(send.to, send.bytes)) {
+        log_->debug("dropped a store message to {}: its queue is full", printable(send.to));
+      }
+    }
+    sidecar_sends_.clear();
     if (stopping_) break;
     inbound = receive_batch();
   }
@@ -166,6 +175,7 @@ std::chrono::milliseconds Runtime::time_to_wakeup() const {
   {
     std::lock_guard lock(mutex_);
     next = core_.next_wakeup();
+    if (sidecar_) next = std::min(next, sidecar_->next_wakeup().value_or(next));
   }
   const auto until = std::chrono::ceil<std::chrono::milliseconds>(next - now());
   return std::clamp(until, 0ms, kMaxIdleWait);
@@ -174,12 +184,29 @@ std::chrono::milliseconds Runtime::time_to_wakeup() const {
 std::vector<protocol::Outgoing> Runtime::step(Time now, const std::vector<Bytes>& inbound) {
   std::vector<protocol::Outgoing> outgoing;
   std::lock_guard lock(mutex_);
-  for (const auto& bytes : inbound) handle_bytes(now, bytes);
+  const bool had_assignment = state_.assignment.has_value();
+  for (const auto& bytes : inbound) {
+    if (sidecar_ && sidecar_->claims(bytes)) {
+      sidecar_->on_bytes(now, bytes);
+    } else {
+      handle_bytes(now, bytes);
+    }
+  }
   if (now >= core_.next_wakeup()) core_.on_tick(now);
   while (auto out = core_.poll_send()) outgoing.push_back(std::move(*out));
   while (auto event = core_.poll_event()) apply_event(*event);
   state_.done = core_.done();
+  step_sidecar(now, !had_assignment && state_.assignment.has_value());
   return outgoing;
+}
+
+void Runtime::step_sidecar(Time now, bool newly_committed) {
+  if (!sidecar_) return;
+  if (newly_committed) sidecar_->on_committed(now, *state_.assignment);
+  sidecar_->on_tick(now);
+  auto sends = sidecar_->take_sends();
+  sidecar_sends_.insert(sidecar_sends_.end(), std::make_move_iterator(sends.begin()),
+                        std::make_move_iterator(sends.end()));
 }
 
 void Runtime::handle_bytes(Time now, const Bytes& bytes) {

@@ -38,10 +38,32 @@ struct RuntimeState {
   std::optional<std::string> loop_failure;      ///< the loop died of an exception (a bug)
 };
 
+/// Another protocol sharing the gossip socket (the store, docs/store.md): the loop hands it
+/// the messages it claims, tells it the committed assignment and sends what it produces.
+/// Called on the loop thread only, with the runtime's lock held.
+class Sidecar {
+ public:
+  struct Send {
+    std::string to;  ///< endpoint "host:port"
+    transport::Bytes bytes;
+  };
+  virtual ~Sidecar() = default;
+  /// Whether `bytes` are this protocol's (by magic); the gossip codec never sees them then.
+  virtual bool claims(const transport::Bytes& bytes) const = 0;
+  virtual void on_bytes(protocol::Time now, const transport::Bytes& bytes) = 0;
+  virtual void on_committed(protocol::Time now, const Assignment& assignment) = 0;
+  /// Called after every step of the loop.
+  virtual void on_tick(protocol::Time now) = 0;
+  virtual std::vector<Send> take_sends() = 0;
+  virtual std::optional<protocol::Time> next_wakeup() const = 0;
+};
+
 class Runtime {
  public:
   /// `transport` is already bound; from start() on only the loop thread uses it.
-  Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport);
+  /// `sidecar`, when given, shares the transport (see Sidecar).
+  Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport,
+          std::unique_ptr<Sidecar> sidecar = nullptr);
   /// Stops the loop if still running.
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -73,6 +95,7 @@ class Runtime {
   void warn_undecodable(protocol::Time now, const protocol::DecodeError& error);
   std::vector<protocol::Outgoing> step(protocol::Time now, const std::vector<Bytes>& inbound);
   void apply_event(const protocol::Event& event);
+  void step_sidecar(protocol::Time now, bool newly_committed);
 
   const protocol::CoreConfig config_;
   const std::chrono::steady_clock::time_point origin_;
@@ -82,6 +105,8 @@ class Runtime {
   mutable std::condition_variable changed_;
   protocol::Core core_;
   RuntimeState state_;
+  std::unique_ptr<Sidecar> sidecar_;          ///< guarded by mutex_, may be null
+  std::vector<Sidecar::Send> sidecar_sends_;  ///< loop thread only: filled by step()
 
   std::unique_ptr<transport::ZmqTransport> transport_;  ///< loop thread only, after start()
   std::atomic<bool> stopping_{false};

@@ -120,7 +120,10 @@ std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOpti
   auto ifname = socket_ifname(assignment);
   std::vector<WorkerSpec> specs;
   for (std::uint32_t local_rank = 0; local_rank < assignment.me().nproc; ++local_rank) {
-    specs.push_back(WorkerSpec{options.worker_command, torch_env(assignment, local_rank, ifname)});
+    EnvVars env = torch_env(assignment, local_rank, ifname);
+    // The store (docs/store.md): workers reach it through this agent's gossip socket.
+    env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+    specs.push_back(WorkerSpec{options.worker_command, std::move(env)});
   }
   return specs;
 }

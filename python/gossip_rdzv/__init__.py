@@ -1,0 +1,245 @@
+"""gossip_rdzv: rendezvous and a master-less store for PyTorch / gloo, from Python.
+
+A thin ctypes layer over the C API (include/gossip_rdzv/gossip_rdzv.h); no compilation is
+needed beyond the project's own build. After the README's build:
+
+    PYTHONPATH=python /usr/bin/python3 -c "import gossip_rdzv"
+
+finds build/src/runtime/libgossip_rdzv.so by itself (elsewhere: set GOSSIP_RDZV_LIBRARY).
+
+In a worker started by `gossip-rdzv join ... -- python3 train.py`:
+
+    from gossip_rdzv.torch import store_from_env
+    dist.init_process_group("gloo", store=store_from_env(), rank=RANK, world_size=WORLD_SIZE)
+
+docs/store.md describes the store, its semantics and errors.
+"""
+
+import ctypes
+import datetime
+
+from . import _lib
+from .errors import GossipRdzvError, StoreError, StoreTimeout
+
+__all__ = ["Store", "Node", "Assignment", "GossipRdzvError", "StoreError", "StoreTimeout"]
+
+_lib_handle = _lib.lib
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if value is not None else ""
+
+
+def _check(status):
+    if status != 0:
+        message = _text(_lib_handle.gossip_rdzv_last_error())
+        name = _text(_lib_handle.gossip_rdzv_status_name(status))
+        from .errors import error_for
+        raise error_for(status, name, message)
+
+
+def _bytes(value):
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _milliseconds(timeout):
+    """None: the store's default (-1); timedelta or seconds otherwise."""
+    if timeout is None:
+        return -1
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    return max(0, int(round(float(timeout) * 1000)))
+
+
+def _take_buffer(pointer, length):
+    try:
+        return ctypes.string_at(pointer, length.value) if length.value else b""
+    finally:
+        _lib_handle.gossip_rdzv_free(pointer)
+
+
+def _key_array(keys):
+    keys = [_bytes(key) for key in keys]
+    return (ctypes.c_char_p * max(1, len(keys)))(*keys), len(keys)
+
+
+class Store:
+    """A client of the store (one request in flight at a time; thread-safe).
+
+    Store(agent="127.0.0.1:29400", run_id="job42", timeout=300) talks to that agent;
+    Store.from_env() uses GOSSIP_RDZV_STORE as a worker of `gossip-rdzv join` has it.
+    Timeouts are seconds (float) or datetime.timedelta; 0 waits for ever.
+    Errors raise StoreError (StoreTimeout for a key not set in time), naming key and home.
+    """
+
+    def __init__(self, agent=None, run_id=None, timeout=300.0, _handle=None):
+        if _handle is not None:
+            self._handle = _handle
+            return
+        if not agent:
+            raise ValueError("Store(agent=...) needs the agent's HOST:PORT; "
+                             "in a worker use Store.from_env()")
+        handle = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_store_new(_bytes(agent), _bytes(run_id or ""),
+                                                 _milliseconds(timeout), ctypes.byref(handle)))
+        self._handle = handle
+
+    @classmethod
+    def from_env(cls):
+        handle = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_store_from_env(ctypes.byref(handle)))
+        return cls(_handle=handle)
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _lib_handle.gossip_rdzv_store_free(handle)
+
+    def __del__(self):
+        self.close()
+
+    def set(self, key, value):
+        data = _bytes(value)
+        _check(_lib_handle.gossip_rdzv_store_set(self._handle, _bytes(key), data, len(data)))
+
+    def get(self, key, timeout=None):
+        pointer = ctypes.c_void_p()
+        length = ctypes.c_size_t()
+        _check(_lib_handle.gossip_rdzv_store_get(self._handle, _bytes(key), _milliseconds(timeout),
+                                                 ctypes.byref(pointer), ctypes.byref(length)))
+        return _take_buffer(pointer, length)
+
+    def add(self, key, amount):
+        result = ctypes.c_int64()
+        _check(_lib_handle.gossip_rdzv_store_add(self._handle, _bytes(key), int(amount),
+                                                 ctypes.byref(result)))
+        return result.value
+
+    def check(self, keys):
+        array, count = _key_array(keys)
+        result = ctypes.c_int()
+        _check(_lib_handle.gossip_rdzv_store_check(self._handle, array, count, ctypes.byref(result)))
+        return bool(result.value)
+
+    def wait(self, keys, timeout=None):
+        array, count = _key_array(keys)
+        _check(_lib_handle.gossip_rdzv_store_wait(self._handle, array, count, _milliseconds(timeout)))
+
+    def compare_set(self, key, expected, desired):
+        expected, desired = _bytes(expected), _bytes(desired)
+        pointer = ctypes.c_void_p()
+        length = ctypes.c_size_t()
+        _check(_lib_handle.gossip_rdzv_store_compare_set(
+            self._handle, _bytes(key), expected, len(expected), desired, len(desired),
+            ctypes.byref(pointer), ctypes.byref(length)))
+        return _take_buffer(pointer, length)
+
+    def delete_key(self, key):
+        result = ctypes.c_int()
+        _check(_lib_handle.gossip_rdzv_store_delete_key(self._handle, _bytes(key),
+                                                        ctypes.byref(result)))
+        return bool(result.value)
+
+    def num_keys(self):
+        result = ctypes.c_int64()
+        _check(_lib_handle.gossip_rdzv_store_num_keys(self._handle, ctypes.byref(result)))
+        return result.value
+
+    def set_timeout(self, timeout):
+        _check(_lib_handle.gossip_rdzv_store_set_timeout(self._handle, _milliseconds(timeout)))
+
+
+class Assignment:
+    """What a node committed: run_id, round, world_size, master_addr, master_port,
+    my_node_rank and nodes (dicts with node_rank, rank_offset, nproc, host, endpoint,
+    hostname); env(local_rank) gives the torchrun variables as a dict."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        f = _lib_handle
+        self.run_id = _text(f.gossip_rdzv_assignment_run_id(handle))
+        self.round = f.gossip_rdzv_assignment_round(handle)
+        self.world_size = f.gossip_rdzv_assignment_world_size(handle)
+        self.master_addr = _text(f.gossip_rdzv_assignment_master_addr(handle))
+        self.master_port = f.gossip_rdzv_assignment_master_port(handle)
+        self.my_node_rank = f.gossip_rdzv_assignment_my_node_rank(handle)
+        self.nodes = [{
+            "node_rank": i,
+            "rank_offset": f.gossip_rdzv_assignment_node_rank_offset(handle, i),
+            "nproc": f.gossip_rdzv_assignment_node_nproc(handle, i),
+            "host": _text(f.gossip_rdzv_assignment_node_host(handle, i)),
+            "endpoint": _text(f.gossip_rdzv_assignment_node_endpoint(handle, i)),
+            "hostname": _text(f.gossip_rdzv_assignment_node_hostname(handle, i)),
+        } for i in range(f.gossip_rdzv_assignment_nnodes(handle))]
+
+    def env(self, local_rank=0):
+        pointer = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_assignment_env(self._handle, local_rank,
+                                                      ctypes.byref(pointer)))
+        try:
+            text = ctypes.string_at(pointer).decode("utf-8")
+        finally:
+            _lib_handle.gossip_rdzv_free(pointer)
+        return dict(line.split("=", 1) for line in text.splitlines() if line)
+
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _lib_handle.gossip_rdzv_assignment_free(handle)
+
+
+class Node:
+    """A gossip-rdzv node in this process (what `gossip-rdzv join` runs).
+
+    Node(seeds="node0:29400", nnodes="4", run_id="job42", listen=":29400", ...) takes the
+    fields of gossip_rdzv_config_set() as keyword arguments (lists of seeds are joined).
+    start(), wait() -> Assignment, store(timeout) -> Store, stop().
+    """
+
+    def __init__(self, **fields):
+        config = _lib_handle.gossip_rdzv_config_new()
+        if not config:
+            raise MemoryError("gossip_rdzv_config_new")
+        try:
+            for name, value in fields.items():
+                if isinstance(value, (list, tuple)):
+                    value = ",".join(value)
+                _check(_lib_handle.gossip_rdzv_config_set(config, _bytes(name), _bytes(str(value))))
+            handle = ctypes.c_void_p()
+            _check(_lib_handle.gossip_rdzv_node_new(config, ctypes.byref(handle)))
+            self._handle = handle
+        finally:
+            _lib_handle.gossip_rdzv_config_free(config)
+
+    def start(self):
+        _check(_lib_handle.gossip_rdzv_node_start(self._handle))
+        return self
+
+    @property
+    def endpoint(self):
+        return _text(_lib_handle.gossip_rdzv_node_endpoint(self._handle))
+
+    def wait(self):
+        handle = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_node_wait(self._handle, ctypes.byref(handle)))
+        return Assignment(handle)
+
+    def store(self, timeout=300.0):
+        handle = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_store_from_node(self._handle, _milliseconds(timeout),
+                                                       ctypes.byref(handle)))
+        return Store(_handle=handle)
+
+    def finish(self):
+        _lib_handle.gossip_rdzv_node_finish(self._handle)
+
+    def stop(self):
+        if getattr(self, "_handle", None):
+            _lib_handle.gossip_rdzv_node_stop(self._handle)
+
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _lib_handle.gossip_rdzv_node_free(handle)

@@ -1,0 +1,338 @@
+// gossip_rdzv::Store: a client that sends one request at a time to an agent's gossip socket
+// and waits for the answer on a socket of its own (the agent answers to `reply_to`).
+#include "gossip_rdzv/store.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "gossip_rdzv/error.hpp"
+#include "gossip_rdzv/node.hpp"
+#include "protocol/endpoint.hpp"
+#include "store/store_codec.hpp"
+#include "transport/zmq_transport.hpp"
+
+namespace gossip_rdzv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Longer than the agent's own grace for a silent home (ServiceOptions::home_grace, 2 s), so a
+// silent home is reported by the agent, naming it, before the client gives up on the agent.
+constexpr milliseconds kAgentGrace{4000};
+// How often a waiting client wakes to check its deadline.
+constexpr milliseconds kPollSlice{1000};
+
+std::string seconds_text(milliseconds duration) {
+  if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + " s";
+  return std::to_string(duration.count()) + " ms";
+}
+
+StoreErrorCode code_of(store::Status status) {
+  switch (status) {
+    case store::Status::timeout:
+      return StoreErrorCode::timeout;
+    case store::Status::bad_request:
+      return StoreErrorCode::bad_request;
+    case store::Status::unavailable:
+      return StoreErrorCode::unavailable;
+    case store::Status::not_ready:
+      return StoreErrorCode::not_ready;
+    case store::Status::refused:
+      return StoreErrorCode::refused;
+    case store::Status::too_large:
+      return StoreErrorCode::too_large;
+    case store::Status::ok:
+      break;
+  }
+  return StoreErrorCode::unavailable;
+}
+
+std::string strip_scheme(std::string endpoint) {
+  constexpr std::string_view kScheme = "tcp://";
+  if (endpoint.rfind(kScheme, 0) == 0) endpoint.erase(0, kScheme.size());
+  return endpoint;
+}
+
+/// The local address the kernel uses to reach `host` (a UDP connect sends nothing): the
+/// address the agent can answer us on.
+std::string reply_host_for(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* list = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &list) != 0) return "127.0.0.1";
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owner(list, ::freeaddrinfo);
+  const int fd = ::socket(list->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "127.0.0.1";
+  std::string chosen = list->ai_family == AF_INET6 ? "::1" : "127.0.0.1";
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  if (::connect(fd, list->ai_addr, list->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+    char text[NI_MAXHOST];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0,
+                      NI_NUMERICHOST) == 0) {
+      chosen = text;
+    }
+  }
+  ::close(fd);
+  return chosen;
+}
+
+std::string host_port(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string quoted_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (std::size_t i = 0; i < keys.size() && i < 3; ++i) {
+    out += (i ? ", '" : "'") + keys[i] + "'";
+  }
+  if (keys.size() > 3) out += ", ... (" + std::to_string(keys.size()) + " keys)";
+  return out;
+}
+
+}  // namespace
+
+struct Store::Impl {
+  StoreOptions options;
+  std::string agent_host;
+  std::mutex mutex;  ///< one request in flight
+  std::unique_ptr<transport::ZmqTransport> transport;
+  std::string reply_to;
+  std::uint64_t next_id = std::random_device{}();
+
+  void connect();
+  store::StoreResponse perform(store::StoreRequest request, milliseconds timeout);
+  [[noreturn]] void fail(const store::StoreRequest& request, const store::StoreResponse& response,
+                         milliseconds timeout) const;
+};
+
+void Store::Impl::connect() {
+  if (transport) return;
+  transport::TransportOptions transport_options;
+  transport_options.linger = milliseconds::zero();  // unanswered requests need not outlive us
+  transport_options.max_message_bytes = static_cast<std::int64_t>(store::kMaxStoreMessageBytes);
+  const std::string host = reply_host_for(agent_host);
+  try {
+    transport = std::make_unique<transport::ZmqTransport>(host, 0, transport_options);
+  } catch (const Error& error) {
+    throw StoreError(StoreErrorCode::unavailable,
+                     "cannot open the store client's reply socket: " + std::string(error.what()));
+  }
+  reply_to = host_port(host, transport->bound_port());
+}
+
+store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseconds timeout) {
+  std::lock_guard lock(mutex);
+  connect();
+  request.run_id = options.run_id;
+  request.request_id = next_id++;
+  request.reply_to = reply_to;
+  request.timeout_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0));
+  request.timeout_ms = std::min(request.timeout_ms, store::kMaxTimeoutMs);
+  const auto bytes = store::encode(store::StoreMessage(request));
+  if (bytes.size() > store::kMaxStoreMessageBytes) {
+    throw StoreError(StoreErrorCode::too_large,
+                     std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
+                         "): the request is " + std::to_string(bytes.size()) +
+                         " bytes, more than the 4 MiB a store message may carry");
+  }
+  if (!transport->send(options.agent, bytes)) {
+    throw StoreError(StoreErrorCode::unavailable,
+                     "cannot send to the gossip-rdzv agent at " + options.agent);
+  }
+  const std::optional<Clock::time_point> deadline =
+      request.timeout_ms == 0 ? std::nullopt : std::optional(Clock::now() + timeout + kAgentGrace);
+  while (!deadline || Clock::now() < *deadline) {
+    milliseconds wait = kPollSlice;
+    if (deadline) {
+      wait = std::min(wait, std::chrono::ceil<milliseconds>(*deadline - Clock::now()));
+    }
+    auto message = transport->receive(std::max(wait, milliseconds(1)));
+    if (!message) continue;
+    auto decoded = store::decode_store(message->data(), message->size());
+    auto* parsed = std::get_if<store::StoreMessage>(&decoded);
+    if (!parsed) continue;
+    auto* response = std::get_if<store::StoreResponse>(parsed);
+    // Answers to earlier requests that timed out here may still arrive: skip them.
+    if (!response || response->request_id != request.request_id) continue;
+    if (response->status != store::Status::ok) fail(request, *response, timeout);
+    return std::move(*response);
+  }
+  throw StoreError(StoreErrorCode::unavailable,
+                   std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
+                       "): the gossip-rdzv agent at " + options.agent + " did not answer within " +
+                       seconds_text(timeout + kAgentGrace) +
+                       ": is `gossip-rdzv join` still running on this machine, and is " +
+                       "GOSSIP_RDZV_STORE right?");
+}
+
+void Store::Impl::fail(const store::StoreRequest& request, const store::StoreResponse& response,
+                       milliseconds timeout) const {
+  const std::string key =
+      response.key.empty() && request.keys.size() == 1 ? request.keys.front() : response.key;
+  std::string text = std::string(store::to_string(request.op)) + "(" +
+                     (key.empty() ? quoted_keys(request.keys) : "'" + key + "'") + ")";
+  switch (response.status) {
+    case store::Status::timeout:
+      text += " timed out after " + seconds_text(timeout) + ": the key was not set in time";
+      break;
+    case store::Status::unavailable:
+      text += " failed: " + response.detail;
+      break;
+    default:
+      text += " failed: " + response.detail;
+  }
+  if (!response.home.empty()) text += " (home " + response.home + ")";
+  throw StoreError(code_of(response.status), text, key, response.home);
+}
+
+Store::Store(StoreOptions options) : impl_(std::make_unique<Impl>()) {
+  options.agent = strip_scheme(options.agent);
+  std::string why;
+  const auto parsed = protocol::parse_endpoint(options.agent, &why, protocol::EndpointRules{});
+  if (!parsed) {
+    throw StoreError(StoreErrorCode::usage,
+                     "store agent '" + options.agent + "' is not HOST:PORT: " + why);
+  }
+  impl_->agent_host = parsed->host;
+  impl_->options = std::move(options);
+}
+
+Store::Store(const Node& node, milliseconds timeout) : impl_(std::make_unique<Impl>()) {
+  const auto assignment = node.try_assignment();
+  if (!assignment) {
+    throw StoreError(StoreErrorCode::usage,
+                     "Store(node) needs a node that has committed its assignment: call "
+                     "node.wait() first");
+  }
+  *this = Store(StoreOptions{node.endpoint(), assignment->run_id, timeout});
+}
+
+Store Store::from_env() {
+  const char* agent = std::getenv("GOSSIP_RDZV_STORE");
+  if (agent == nullptr || *agent == '\0') {
+    throw StoreError(StoreErrorCode::usage,
+                     "GOSSIP_RDZV_STORE is not set: start this program with `gossip-rdzv join "
+                     "... -- CMD`, or source the env file of `gossip-rdzv join --serve-store`");
+  }
+  StoreOptions options;
+  options.agent = agent;
+  if (const char* run_id = std::getenv("TORCHELASTIC_RUN_ID")) options.run_id = run_id;
+  if (const char* seconds = std::getenv("GOSSIP_RDZV_STORE_TIMEOUT")) {
+    char* end = nullptr;
+    const double value = std::strtod(seconds, &end);
+    if (end == seconds || *end != '\0' || value < 0) {
+      throw StoreError(StoreErrorCode::usage, "GOSSIP_RDZV_STORE_TIMEOUT='" + std::string(seconds) +
+                                                  "' is not a number of seconds");
+    }
+    options.timeout = milliseconds(static_cast<std::int64_t>(value * 1000));
+  }
+  return Store(std::move(options));
+}
+
+Store::~Store() = default;
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+
+namespace {
+store::StoreRequest make(store::Op op, std::vector<std::string> keys,
+                         std::vector<store::Bytes> values = {}, std::int64_t amount = 0) {
+  store::StoreRequest request;
+  request.op = op;
+  request.keys = std::move(keys);
+  request.values = std::move(values);
+  request.amount = amount;
+  return request;
+}
+}  // namespace
+
+void Store::set(const std::string& key, const Bytes& value) {
+  impl_->perform(make(store::Op::set, {key}, {value}), timeout());
+}
+
+void Store::set(const std::string& key, std::string_view value) {
+  set(key, Bytes(value.begin(), value.end()));
+}
+
+Store::Bytes Store::get(const std::string& key) {
+  return get(key, timeout());
+}
+
+Store::Bytes Store::get(const std::string& key, milliseconds timeout) {
+  auto response = impl_->perform(make(store::Op::get, {key}), timeout);
+  if (response.values.size() != 1) {
+    throw StoreError(StoreErrorCode::unavailable, "get('" + key + "'): malformed answer");
+  }
+  return std::move(response.values.front());
+}
+
+std::vector<Store::Bytes> Store::multi_get(const std::vector<std::string>& keys) {
+  if (keys.empty()) return {};
+  auto response = impl_->perform(make(store::Op::get, keys), timeout());
+  if (response.values.size() != keys.size()) {
+    throw StoreError(StoreErrorCode::unavailable, "multi_get: malformed answer");
+  }
+  return std::move(response.values);
+}
+
+void Store::wait(const std::vector<std::string>& keys) {
+  wait(keys, timeout());
+}
+
+void Store::wait(const std::vector<std::string>& keys, milliseconds timeout) {
+  if (keys.empty()) return;
+  impl_->perform(make(store::Op::wait, keys), timeout);
+}
+
+std::int64_t Store::add(const std::string& key, std::int64_t amount) {
+  return impl_->perform(make(store::Op::add, {key}, {}, amount), timeout()).number;
+}
+
+bool Store::check(const std::vector<std::string>& keys) {
+  if (keys.empty()) return true;
+  return impl_->perform(make(store::Op::check, keys), timeout()).number != 0;
+}
+
+Store::Bytes Store::compare_set(const std::string& key, const Bytes& expected,
+                                const Bytes& desired) {
+  auto response =
+      impl_->perform(make(store::Op::compare_set, {key}, {expected, desired}), timeout());
+  if (response.values.size() != 1) {
+    throw StoreError(StoreErrorCode::unavailable, "compare_set('" + key + "'): malformed answer");
+  }
+  return std::move(response.values.front());
+}
+
+bool Store::delete_key(const std::string& key) {
+  return impl_->perform(make(store::Op::delete_key, {key}), timeout()).number != 0;
+}
+
+std::int64_t Store::num_keys() {
+  return impl_->perform(make(store::Op::num_keys, {}), timeout()).number;
+}
+
+milliseconds Store::timeout() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->options.timeout;
+}
+
+void Store::set_timeout(milliseconds timeout) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.timeout = timeout;
+}
+
+const std::string& Store::agent() const {
+  return impl_->options.agent;
+}
+
+}  // namespace gossip_rdzv

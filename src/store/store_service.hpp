@@ -1,0 +1,131 @@
+// The store as one agent runs it: the home of its share of the keys, and the router of its
+// local workers' requests. A pure state machine like the protocol core: bytes in
+// (on_bytes), time in (on_tick), messages out (poll_send); the runtime feeds it the store
+// messages that arrive on the gossip socket and sends what it produces.
+//
+// A worker's request reaches its agent; the agent splits it by home (rendezvous hashing over
+// the agreed view, store/home.hpp), sends each part to its home in one hop (or applies it
+// itself when it is the home), gathers the answers and replies. Each key lives on exactly one
+// member, so operations on a key are linearizable at its home.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gossip_rdzv/assignment.hpp"
+#include "store/home.hpp"
+#include "store/store_codec.hpp"
+#include "store/store_state.hpp"
+
+namespace gossip_rdzv::store {
+
+struct ServiceOptions {
+  std::string self_endpoint;  ///< this node's gossip endpoint: homes answer it there
+  std::string run_id;
+  /// How much longer than a request's own timeout the agent waits for a home before it
+  /// reports the home as unavailable (covers the home's own timeout answer in flight).
+  Time home_grace = std::chrono::seconds(2);
+  /// Requests that arrive before the view is agreed wait for it at most their own timeout,
+  /// and never more than this many are held.
+  std::size_t max_waiting_for_view = 100000;
+};
+
+struct Outgoing {
+  std::string to;  ///< endpoint "host:port"
+  Bytes bytes;
+};
+
+struct ServiceStats {
+  std::uint64_t client_requests = 0;  ///< requests from workers (or any client)
+  std::uint64_t home_requests = 0;    ///< requests this node applied as a home
+  std::uint64_t forwarded = 0;        ///< parts sent to another home
+  std::uint64_t refused = 0;          ///< undecodable, other run, other version
+};
+
+class StoreService {
+ public:
+  explicit StoreService(ServiceOptions options);
+
+  /// The agreed view: from now on keys have homes. Requests that waited for it run now.
+  void on_committed(Time now, const Assignment& assignment);
+  /// One message that is_store_message() claimed.
+  void on_bytes(Time now, const std::uint8_t* data, std::size_t size);
+  /// Expires parked requests and requests whose home did not answer.
+  void on_tick(Time now);
+
+  std::optional<Outgoing> poll_send();
+  /// Something worth a log line (a refused peer, a silent home), oldest first.
+  std::optional<std::string> poll_warning();
+  std::optional<Time> next_wakeup() const;
+
+  const ServiceStats& stats() const { return stats_; }
+  bool has_view() const { return homes_.has_value(); }
+  /// "host:port (node rank R, hostname H)", or the endpoint alone before the view.
+  std::string describe_member(const std::string& endpoint) const;
+  bool invariants() const;
+
+ private:
+  // A worker's request being answered, possibly by several homes.
+  struct Call {
+    std::string reply_to;
+    std::uint64_t client_request_id = 0;
+    Op op = Op::get;
+    std::vector<Bytes> values;  ///< get: one slot per key
+    std::int64_t number = 0;
+    std::set<std::uint64_t> parts;  ///< outstanding part ids
+    std::optional<Time> deadline;
+  };
+  // One home's share of a call.
+  struct Part {
+    std::uint64_t call_id = 0;
+    std::vector<std::size_t> key_indices;
+    std::string home;
+    std::optional<StoreState::Ticket> local_ticket;  ///< set when this node is the home
+  };
+  // Who a StoreState ticket answers: a part of our own call, or a remote agent.
+  struct Origin {
+    std::optional<std::uint64_t> local_part;
+    std::string reply_to;
+    std::uint64_t request_id = 0;
+  };
+
+  void handle_request(Time now, StoreRequest request);
+  void handle_response(const StoreResponse& response);
+  void handle_undecodable(const StoreDecodeError& error);
+  void serve_as_home(Time now, const StoreRequest& request);
+  void dispatch(Time now, const StoreRequest& request);
+  void send_part(Time now, const StoreRequest& request, std::uint64_t call_id,
+                 const std::string& home, std::vector<std::size_t> key_indices);
+  void drain_state();
+  void complete_part(std::uint64_t part_id, const Reply& reply, const std::string& home);
+  void finish_call(std::uint64_t call_id, const Reply& reply, const std::string& home);
+  void respond(const std::string& to, StoreResponse response);
+  void refuse(const StoreRequest& request, Status status, const std::string& detail);
+  void expire_calls(Time now);
+  void expire_waiting_for_view(Time now);
+  Request to_state_request(Time now, const StoreRequest& request) const;
+
+  ServiceOptions options_;
+  std::optional<Assignment> assignment_;
+  std::optional<HomeMap> homes_;
+  StoreState state_;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Call> calls_;
+  std::unordered_map<std::uint64_t, Part> parts_;
+  std::unordered_map<StoreState::Ticket, Origin> origins_;
+  std::set<std::pair<Time, std::uint64_t>> call_deadlines_;
+  std::deque<std::pair<Time, StoreRequest>> waiting_for_view_;  ///< (arrival, request)
+  std::deque<Outgoing> outgoing_;
+  std::deque<std::string> warnings_;
+  ServiceStats stats_;
+};
+
+}  // namespace gossip_rdzv::store

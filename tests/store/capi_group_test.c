@@ -1,0 +1,176 @@
+/* The C API as a launcher in another language uses it: only <gossip_rdzv/gossip_rdzv.h>.
+ * Forms a group of three nodes on loopback in this process, reads the assignment each node
+ * computed, and uses the store through it. Exits non-zero with a message on any failure. */
+#include <gossip_rdzv/gossip_rdzv.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NODES 3
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                \
+  do {                                                                                  \
+    if (!(condition)) {                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+              #condition, gossip_rdzv_last_error());                                    \
+      ++failures;                                                                       \
+    }                                                                                   \
+  } while (0)
+
+#define REQUIRE_OK(call)                                                       \
+  do {                                                                         \
+    int status_ = (call);                                                      \
+    if (status_ != GOSSIP_RDZV_OK) {                                           \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, \
+              gossip_rdzv_status_name(status_), gossip_rdzv_last_error());     \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+/* A port nobody listens on right now: the OS picked it and we released it. */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in address;
+  memset(&address, 0, sizeof address);
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (bind(fd, (struct sockaddr*)&address, sizeof address) != 0 ||
+      getsockname(fd, (struct sockaddr*)&address, &length) != 0) {
+    perror("free_port");
+    exit(1);
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+static gossip_rdzv_config* config_for(const char* seed, const char* listen, const char* name) {
+  gossip_rdzv_config* config = gossip_rdzv_config_new();
+  REQUIRE_OK(gossip_rdzv_config_set(config, "run_id", "capi-test"));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "seeds", seed));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "listen", listen));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "nnodes", "3"));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "nproc_per_node", "2"));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "timing", "local"));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "join_timeout", "20s"));
+  REQUIRE_OK(gossip_rdzv_config_set(config, "hostname", name));
+  return config;
+}
+
+static void config_errors_are_codes_with_messages(void) {
+  gossip_rdzv_config* config = gossip_rdzv_config_new();
+  CHECK(gossip_rdzv_config_set(config, "nnodes", "four") == GOSSIP_RDZV_E_USAGE);
+  CHECK(strstr(gossip_rdzv_last_error(), "nnodes") != NULL);
+  CHECK(gossip_rdzv_config_set(config, "no_such_field", "1") == GOSSIP_RDZV_E_USAGE);
+  CHECK(strstr(gossip_rdzv_last_error(), "no_such_field") != NULL);
+  /* No seed: refused when the node is created, naming the fix. */
+  gossip_rdzv_node* node = NULL;
+  CHECK(gossip_rdzv_node_new(config, &node) == GOSSIP_RDZV_E_USAGE);
+  CHECK(node == NULL);
+  CHECK(strstr(gossip_rdzv_last_error(), "seed") != NULL);
+  CHECK(gossip_rdzv_node_wait(NULL, NULL) == GOSSIP_RDZV_E_USAGE);
+  gossip_rdzv_config_free(config);
+}
+
+int main(void) {
+  config_errors_are_codes_with_messages();
+
+  /* The first node listens on a free port and names itself as the seed, as
+   * `gossip-rdzv join --seed node0:PORT` does on node0. */
+  gossip_rdzv_node* nodes[NODES] = {0};
+  char seed[64];
+  char listen[64];
+  snprintf(seed, sizeof seed, "127.0.0.1:%d", free_port());
+  snprintf(listen, sizeof listen, "%s", seed);
+  {
+    gossip_rdzv_config* config = config_for(seed, listen, "c0");
+    REQUIRE_OK(gossip_rdzv_node_new(config, &nodes[0]));
+    gossip_rdzv_config_free(config);
+    REQUIRE_OK(gossip_rdzv_node_start(nodes[0]));
+    CHECK(strcmp(gossip_rdzv_node_endpoint(nodes[0]), seed) == 0);
+  }
+  for (int i = 1; i < NODES; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "c%d", i);
+    gossip_rdzv_config* config = config_for(seed, "127.0.0.1:0", name);
+    REQUIRE_OK(gossip_rdzv_node_new(config, &nodes[i]));
+    gossip_rdzv_config_free(config);
+    REQUIRE_OK(gossip_rdzv_node_start(nodes[i]));
+  }
+
+  gossip_rdzv_assignment* assignments[NODES] = {0};
+  for (int i = 0; i < NODES; ++i) REQUIRE_OK(gossip_rdzv_node_wait(nodes[i], &assignments[i]));
+
+  for (int i = 0; i < NODES; ++i) {
+    const gossip_rdzv_assignment* a = assignments[i];
+    CHECK(gossip_rdzv_assignment_nnodes(a) == NODES);
+    CHECK(gossip_rdzv_assignment_world_size(a) == 2 * NODES);
+    CHECK(strcmp(gossip_rdzv_assignment_run_id(a), "capi-test") == 0);
+    CHECK(strcmp(gossip_rdzv_assignment_master_addr(a), "127.0.0.1") == 0);
+    CHECK(gossip_rdzv_assignment_master_port(a) ==
+          gossip_rdzv_assignment_master_port(assignments[0]));
+    uint32_t me = gossip_rdzv_assignment_my_node_rank(a);
+    CHECK(strcmp(gossip_rdzv_assignment_node_endpoint(a, me),
+                 gossip_rdzv_node_endpoint(nodes[i])) == 0);
+    CHECK(gossip_rdzv_assignment_node_rank_offset(a, me) == 2 * me);
+    CHECK(gossip_rdzv_assignment_node_nproc(a, me) == 2);
+    CHECK(strcmp(gossip_rdzv_assignment_node_host(a, NODES), "") == 0); /* out of range */
+    char* env = NULL;
+    REQUIRE_OK(gossip_rdzv_assignment_env(a, 1, &env));
+    char expected[32];
+    snprintf(expected, sizeof expected, "RANK=%u\n", 2 * me + 1);
+    CHECK(strstr(env, expected) != NULL);
+    CHECK(strstr(env, "WORLD_SIZE=6\n") != NULL);
+    gossip_rdzv_free(env);
+    CHECK(gossip_rdzv_assignment_env(a, 2, &env) == GOSSIP_RDZV_E_USAGE);
+  }
+
+  /* The store: set through node 0's agent, read through node 2's. */
+  gossip_rdzv_store* writer = NULL;
+  gossip_rdzv_store* reader = NULL;
+  REQUIRE_OK(gossip_rdzv_store_from_node(nodes[0], 10000, &writer));
+  REQUIRE_OK(gossip_rdzv_store_from_node(nodes[2], 10000, &reader));
+  REQUIRE_OK(gossip_rdzv_store_set(writer, "hello", "world", 5));
+  void* value = NULL;
+  size_t length = 0;
+  REQUIRE_OK(gossip_rdzv_store_get(reader, "hello", -1, &value, &length));
+  CHECK(length == 5 && memcmp(value, "world", 5) == 0);
+  gossip_rdzv_free(value);
+  int64_t counter = 0;
+  REQUIRE_OK(gossip_rdzv_store_add(writer, "n", 2, &counter));
+  REQUIRE_OK(gossip_rdzv_store_add(reader, "n", 3, &counter));
+  CHECK(counter == 5);
+  const char* keys[] = {"hello", "n"};
+  int all_set = 0;
+  REQUIRE_OK(gossip_rdzv_store_check(reader, keys, 2, &all_set));
+  CHECK(all_set == 1);
+  REQUIRE_OK(gossip_rdzv_store_wait(reader, keys, 2, -1));
+  int64_t count = 0;
+  REQUIRE_OK(gossip_rdzv_store_num_keys(reader, &count));
+  CHECK(count == 2);
+  /* A key nobody sets: a timeout code and a message naming the key. */
+  int status = gossip_rdzv_store_get(reader, "missing-key", 200, &value, &length);
+  CHECK(status == GOSSIP_RDZV_E_STORE_TIMEOUT);
+  CHECK(strstr(gossip_rdzv_last_error(), "missing-key") != NULL);
+  CHECK(strcmp(gossip_rdzv_status_name(status), "store_timeout") == 0);
+  gossip_rdzv_store_free(writer);
+  gossip_rdzv_store_free(reader);
+
+  for (int i = 0; i < NODES; ++i) {
+    gossip_rdzv_assignment_free(assignments[i]);
+    gossip_rdzv_node_free(nodes[i]);
+  }
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("C API: %d nodes agreed, store works\n", NODES);
+  return 0;
+}

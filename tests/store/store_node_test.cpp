@@ -1,0 +1,173 @@
+// gossip_rdzv::Store against real Nodes on loopback, in one process: every node serves its
+// keys, and clients reach them through any node's agent.
+#include "gossip_rdzv/store.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gossip_rdzv/node.hpp"
+
+namespace gossip_rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string text(const Store::Bytes& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+
+class StoreNodeTest : public ::testing::Test {
+ protected:
+  void form(std::uint32_t count) {
+    const std::uint16_t seed_port = free_port();
+    for (std::uint32_t i = 0; i < count; ++i) {
+      Config config;
+      config.run_id = "store-node";
+      config.seeds = {"127.0.0.1:" + std::to_string(seed_port)};
+      config.listen_host = "127.0.0.1";
+      config.listen_port = i == 0 ? seed_port : 0;
+      config.min_nodes = config.max_nodes = count;
+      config.hostname = "n" + std::to_string(i);
+      config.join_timeout = 20s;
+      config.timing = Timing::local();
+      nodes.push_back(std::make_unique<Node>(config));
+      nodes.back()->start();
+    }
+    for (auto& node : nodes) node->wait();
+  }
+  Store client(std::size_t node, std::chrono::milliseconds timeout = 10s) {
+    return Store(*nodes.at(node), timeout);
+  }
+  void TearDown() override {
+    for (auto& node : nodes) node->stop();
+  }
+  std::vector<std::unique_ptr<Node>> nodes;
+};
+
+TEST_F(StoreNodeTest, SetOnOneNodeGetOnEveryOther) {
+  form(3);
+  Store writer = client(0);
+  writer.set("greeting", "hello");
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    EXPECT_EQ(text(client(i).get("greeting")), "hello");
+}
+
+TEST_F(StoreNodeTest, BlockingGetIsReleasedByALaterSet) {
+  form(3);
+  auto waiting = std::async(std::launch::async, [&] { return text(client(1).get("late", 20s)); });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "get returned before the set";
+  client(2).set("late", "now");
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), "now");
+}
+
+TEST_F(StoreNodeTest, ConcurrentAddFromEveryNodeLosesNothing) {
+  form(3);
+  constexpr int kPerThread = 50;
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      Store store = client(i % nodes.size());
+      for (int n = 0; n < kPerThread; ++n) store.add("counter", 1);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(client(0).add("counter", 0), 6 * kPerThread);
+}
+
+TEST_F(StoreNodeTest, TimeoutNamesKeyAndHome) {
+  form(2);
+  Store store = client(0);
+  try {
+    store.get("never-set", 300ms);
+    FAIL() << "get did not time out";
+  } catch (const StoreError& error) {
+    EXPECT_EQ(error.code(), StoreErrorCode::timeout);
+    EXPECT_EQ(error.key(), "never-set");
+    EXPECT_NE(std::string(error.what()).find("never-set"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("node rank"), std::string::npos) << error.what();
+    EXPECT_NE(error.home().find("127.0.0.1:"), std::string::npos) << error.home();
+  }
+}
+
+TEST_F(StoreNodeTest, TorchSemantics) {
+  form(2);
+  Store store = client(1);
+  EXPECT_EQ(text(store.compare_set("cs", {}, {'a'})), "a");
+  EXPECT_EQ(text(store.compare_set("cs", {'x'}, {'b'})), "a");
+  EXPECT_EQ(text(store.compare_set("cs", {'a'}, {'b'})), "b");
+  EXPECT_TRUE(store.check({"cs"}));
+  EXPECT_FALSE(store.check({"cs", "nope"}));
+  EXPECT_EQ(store.add("n", 5), 5);
+  EXPECT_EQ(text(store.get("n")), "5");
+  store.set("word", "text");
+  EXPECT_THROW(store.add("word", 1), StoreError);
+  EXPECT_EQ(store.num_keys(), 3);
+  EXPECT_TRUE(store.delete_key("word"));
+  EXPECT_FALSE(store.delete_key("word"));
+  EXPECT_EQ(store.num_keys(), 2);
+  store.wait({"cs", "n"});
+  const auto values = store.multi_get({"n", "cs"});
+  EXPECT_EQ(text(values.at(0)), "5");
+  EXPECT_EQ(text(values.at(1)), "b");
+}
+
+TEST_F(StoreNodeTest, SilentAgentIsReportedAsSuch) {
+  Store store(StoreOptions{"127.0.0.1:" + std::to_string(free_port()), "", 200ms});
+  try {
+    store.set("k", "v");
+    FAIL();
+  } catch (const StoreError& error) {
+    EXPECT_EQ(error.code(), StoreErrorCode::unavailable);
+    EXPECT_NE(std::string(error.what()).find("did not answer"), std::string::npos);
+  }
+}
+
+TEST_F(StoreNodeTest, OtherRunIsRefused) {
+  form(1);
+  Store store(StoreOptions{nodes[0]->endpoint(), "another-run", 5s});
+  try {
+    store.set("k", "v");
+    FAIL();
+  } catch (const StoreError& error) {
+    EXPECT_EQ(error.code(), StoreErrorCode::refused);
+    EXPECT_NE(std::string(error.what()).find("another-run"), std::string::npos) << error.what();
+  }
+}
+
+TEST(StoreOptionsTest, BadAgentIsAUsageError) {
+  try {
+    Store store(StoreOptions{"no-port-here", "", 1s});
+    FAIL();
+  } catch (const StoreError& error) {
+    EXPECT_EQ(error.code(), StoreErrorCode::usage);
+  }
+}
+
+}  // namespace
+}  // namespace gossip_rdzv

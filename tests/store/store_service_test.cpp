@@ -1,0 +1,312 @@
+// The agent's routing, in memory: several StoreServices exchange bytes through a queue, a
+// test client talks to one of them, time is virtual.
+#include "store/store_service.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gossip_rdzv::store {
+namespace {
+
+using namespace std::chrono_literals;
+
+Bytes b(const std::string& text) {
+  return Bytes(text.begin(), text.end());
+}
+std::string s(const Bytes& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Assignment view_of(std::size_t nodes) {
+  Assignment a;
+  a.run_id = "job";
+  a.round = 0;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    NodeEntry node;
+    node.node_rank = static_cast<std::uint32_t>(i);
+    node.endpoint = "10.0.0." + std::to_string(i + 1) + ":29400";
+    node.hostname = "node" + std::to_string(i);
+    a.nodes.push_back(node);
+  }
+  return a;
+}
+
+class Net {
+ public:
+  explicit Net(std::size_t nodes) : view_(view_of(nodes)) {
+    for (const auto& node : view_.nodes) {
+      services_[node.endpoint] =
+          std::make_unique<StoreService>(ServiceOptions{node.endpoint, "job"});
+    }
+  }
+  void commit_all() {
+    for (auto& [endpoint, service] : services_) commit(endpoint);
+  }
+  void commit(const std::string& endpoint) {
+    Assignment mine = view_;
+    for (const auto& node : mine.nodes) {
+      if (node.endpoint == endpoint) mine.my_node_rank = node.node_rank;
+    }
+    services_.at(endpoint)->on_committed(now, mine);
+    pump();
+  }
+  std::string endpoint(std::size_t i) const { return view_.nodes.at(i).endpoint; }
+  StoreService& service(std::size_t i) { return *services_.at(endpoint(i)); }
+
+  // Sends from a client at `client` to the agent of node `agent`; returns the request id.
+  std::uint64_t send(std::size_t agent, StoreRequest request, const std::string& client = "c:1") {
+    request.request_id = ++last_id_;
+    request.reply_to = client;
+    if (request.run_id.empty()) request.run_id = "job";
+    const auto bytes = encode(StoreMessage(request));
+    service(agent).on_bytes(now, bytes.data(), bytes.size());
+    pump();
+    return request.request_id;
+  }
+  std::optional<StoreResponse> answer(std::uint64_t id) {
+    auto found = answers_.find(id);
+    if (found == answers_.end()) return std::nullopt;
+    return found->second;
+  }
+  StoreResponse call(std::size_t agent, StoreRequest request) {
+    const auto id = send(agent, std::move(request));
+    auto response = answer(id);
+    EXPECT_TRUE(response) << "no answer";
+    return response.value_or(StoreResponse{});
+  }
+  void advance(Time by) {
+    now += by;
+    for (auto& [endpoint, service] : services_) service->on_tick(now);
+    pump();
+  }
+  // Delivers every queued message (a dead node drops what it receives).
+  void pump() {
+    bool moved = true;
+    while (moved) {
+      moved = false;
+      for (auto& [from, service] : services_) {
+        while (auto out = service->poll_send()) {
+          moved = true;
+          ++messages;
+          deliver(*out);
+        }
+        EXPECT_TRUE(service->invariants());
+      }
+    }
+  }
+  std::set<std::string> dead;
+  Time now{0};
+  std::size_t messages = 0;
+
+ private:
+  void deliver(const Outgoing& out) {
+    if (dead.count(out.to)) return;
+    auto target = services_.find(out.to);
+    if (target != services_.end()) {
+      target->second->on_bytes(now, out.bytes.data(), out.bytes.size());
+      return;
+    }
+    auto decoded = decode_store(out.bytes.data(), out.bytes.size());
+    ASSERT_TRUE(std::holds_alternative<StoreMessage>(decoded));
+    const auto& response = std::get<StoreResponse>(std::get<StoreMessage>(decoded));
+    answers_[response.request_id] = response;
+  }
+  Assignment view_;
+  std::map<std::string, std::unique_ptr<StoreService>> services_;
+  std::map<std::uint64_t, StoreResponse> answers_;
+  std::uint64_t last_id_ = 0;
+};
+
+StoreRequest req(Op op, std::vector<std::string> keys, std::vector<Bytes> values = {},
+                 std::uint64_t timeout_ms = 30000, std::int64_t amount = 0) {
+  StoreRequest r;
+  r.op = op;
+  r.keys = std::move(keys);
+  r.values = std::move(values);
+  r.timeout_ms = timeout_ms;
+  r.amount = amount;
+  return r;
+}
+
+TEST(StoreService, SetOnOneNodeGetOnAnother) {
+  Net net(4);
+  net.commit_all();
+  EXPECT_EQ(net.call(0, req(Op::set, {"k"}, {b("v")})).status, Status::ok);
+  const auto got = net.call(3, req(Op::get, {"k"}));
+  EXPECT_EQ(got.status, Status::ok);
+  EXPECT_EQ(s(got.values.at(0)), "v");
+}
+
+TEST(StoreService, EachKeyLivesOnExactlyItsHome) {
+  Net net(8);
+  net.commit_all();
+  for (int i = 0; i < 200; ++i)
+    net.call(i % 8, req(Op::set, {"key" + std::to_string(i)}, {b("x")}));
+  std::int64_t total = 0;
+  std::vector<std::string> endpoints;
+  for (std::size_t i = 0; i < 8; ++i) endpoints.push_back(net.endpoint(i));
+  HomeMap homes(endpoints);
+  for (std::size_t i = 0; i < 8; ++i) {
+    total += static_cast<std::int64_t>(net.service(i).stats().home_requests);
+    EXPECT_GT(net.service(i).stats().home_requests, 5u) << "node " << i << " served little";
+  }
+  EXPECT_EQ(total, 200);
+  EXPECT_EQ(net.call(5, req(Op::num_keys, {})).number, 200);
+}
+
+TEST(StoreService, BlockingGetIsReleasedByALaterSetElsewhere) {
+  Net net(4);
+  net.commit_all();
+  const auto waiting = net.send(1, req(Op::get, {"late"}, {}, 60000));
+  net.advance(2s);
+  EXPECT_FALSE(net.answer(waiting));
+  net.call(2, req(Op::set, {"late"}, {b("here")}));
+  auto got = net.answer(waiting);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::ok);
+  EXPECT_EQ(s(got->values.at(0)), "here");
+}
+
+TEST(StoreService, MultiGetAcrossHomesKeepsKeyOrder) {
+  Net net(8);
+  net.commit_all();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 32; ++i) {
+    keys.push_back("rank_" + std::to_string(i));
+    net.call(i % 8, req(Op::set, {keys.back()}, {b(std::to_string(i * i))}));
+  }
+  const auto got = net.call(3, req(Op::get, keys));
+  ASSERT_EQ(got.status, Status::ok);
+  ASSERT_EQ(got.values.size(), keys.size());
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(s(got.values[i]), std::to_string(i * i));
+}
+
+TEST(StoreService, AddFromEveryNodeLosesNothing) {
+  Net net(8);
+  net.commit_all();
+  std::int64_t last = 0;
+  for (int i = 0; i < 80; ++i)
+    last = net.call(i % 8, req(Op::add, {"counter"}, {}, 30000, 1)).number;
+  EXPECT_EQ(last, 80);
+  EXPECT_EQ(s(net.call(0, req(Op::get, {"counter"})).values.at(0)), "80");
+}
+
+TEST(StoreService, WaitTimesOutNamingKeyAndHome) {
+  Net net(4);
+  net.commit_all();
+  const auto id = net.send(0, req(Op::wait, {"never"}, {}, 1000));
+  net.advance(999ms);
+  EXPECT_FALSE(net.answer(id));
+  net.advance(1ms);
+  auto got = net.answer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::timeout);
+  EXPECT_EQ(got->key, "never");
+  EXPECT_NE(got->home.find("node rank"), std::string::npos) << got->home;
+}
+
+TEST(StoreService, DeadHomeIsReportedUnavailableAfterTheGrace) {
+  Net net(4);
+  net.commit_all();
+  // Find a key whose home is node 2, then kill node 2.
+  std::vector<std::string> endpoints;
+  for (std::size_t i = 0; i < 4; ++i) endpoints.push_back(net.endpoint(i));
+  HomeMap homes(endpoints);
+  std::string key;
+  for (int i = 0; homes.home_of(key) != net.endpoint(2); ++i) key = "k" + std::to_string(i);
+  net.dead.insert(net.endpoint(2));
+  const auto id = net.send(0, req(Op::set, {key}, {b("v")}, 1000));
+  net.advance(1s);
+  EXPECT_FALSE(net.answer(id));
+  net.advance(5s);
+  auto got = net.answer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::unavailable);
+  EXPECT_NE(got->home.find(net.endpoint(2)), std::string::npos);
+  EXPECT_NE(got->detail.find("node rank 2"), std::string::npos) << got->detail;
+}
+
+TEST(StoreService, RequestsBeforeTheViewWaitForIt) {
+  Net net(2);
+  const auto id = net.send(0, req(Op::set, {"early"}, {b("1")}, 10000));
+  net.advance(1s);
+  EXPECT_FALSE(net.answer(id));
+  net.commit_all();
+  auto got = net.answer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::ok);
+}
+
+TEST(StoreService, RequestsBeforeTheViewTimeOutAsNotReady) {
+  Net net(2);
+  const auto id = net.send(0, req(Op::get, {"x"}, {}, 2000));
+  net.advance(2s);
+  auto got = net.answer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::not_ready);
+}
+
+TEST(StoreService, HomeServesBeforeItCommitsItself) {
+  // Agents commit at slightly different times: a home that has not yet committed still
+  // answers what a committed agent forwards to it.
+  Net net(2);
+  net.commit(net.endpoint(0));
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(net.call(0, req(Op::set, {"k" + std::to_string(i)}, {b("v")})).status, Status::ok);
+  }
+}
+
+TEST(StoreService, OtherRunIdIsRefused) {
+  Net net(2);
+  net.commit_all();
+  auto request = req(Op::set, {"k"}, {b("v")});
+  request.run_id = "other";
+  const auto got = net.call(0, request);
+  EXPECT_EQ(got.status, Status::refused);
+  EXPECT_NE(got.detail.find("other"), std::string::npos);
+}
+
+TEST(StoreService, CompareSetAndDeleteGoToTheHome) {
+  Net net(3);
+  net.commit_all();
+  EXPECT_EQ(s(net.call(0, req(Op::compare_set, {"c"}, {b(""), b("one")})).values.at(0)), "one");
+  EXPECT_EQ(s(net.call(1, req(Op::compare_set, {"c"}, {b("one"), b("two")})).values.at(0)), "two");
+  EXPECT_EQ(s(net.call(2, req(Op::compare_set, {"c"}, {b("x"), b("y")})).values.at(0)), "two");
+  EXPECT_EQ(net.call(1, req(Op::delete_key, {"c"})).number, 1);
+  EXPECT_EQ(net.call(2, req(Op::check, {"c"})).number, 0);
+}
+
+TEST(StoreService, CheckSpansHomes) {
+  Net net(4);
+  net.commit_all();
+  net.call(0, req(Op::set, {"a", "b", "c"}, {b("1"), b("2"), b("3")}));
+  EXPECT_EQ(net.call(1, req(Op::check, {"a", "b", "c"})).number, 1);
+  EXPECT_EQ(net.call(1, req(Op::check, {"a", "b", "zz"})).number, 0);
+}
+
+TEST(StoreService, GarbageIsIgnoredAndWarnedAbout) {
+  Net net(1);
+  net.commit_all();
+  const std::vector<std::uint8_t> junk = {0x93, 0xa4, 'G', 'R', 'D', 'S', 0xff};
+  net.service(0).on_bytes(net.now, junk.data(), junk.size());
+  EXPECT_TRUE(net.service(0).poll_warning());
+  EXPECT_EQ(net.service(0).stats().refused, 1u);
+}
+
+TEST(StoreService, OneHopPerKey) {
+  Net net(8);
+  net.commit_all();
+  const auto before = net.messages;
+  net.call(0, req(Op::set, {"single"}, {b("v")}));
+  // client <- agent, plus at most agent -> home -> agent.
+  EXPECT_LE(net.messages - before, 3u);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::store

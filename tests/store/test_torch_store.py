@@ -1,0 +1,99 @@
+"""torch without a master: 8 ranks over 4 `gossip-rdzv join` agents on loopback form a gloo
+group through gossip_rdzv.torch.store_from_env(), with no MASTER_ADDR/MASTER_PORT in the
+workers' environment; all_reduce and a new_group collective are checked (torch_worker.py).
+
+Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
+     GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so \
+     /usr/bin/python3 -m unittest -v test_torch_store      (from tests/store)
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PYTHON_DIR = HERE.parent.parent / "python"
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+NODES, NPROC = 4, 2
+DEADLINE = 240.0  # torch takes seconds to import per process on 2 cores
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def binary():
+    path = os.environ.get("GOSSIP_RDZV_BIN")
+    if not path:
+        raise unittest.SkipTest("GOSSIP_RDZV_BIN is not set")
+    return path
+
+
+def agents_export_the_store(gossip_rdzv):
+    """Whether this gossip-rdzv gives its workers GOSSIP_RDZV_STORE."""
+    port = free_port()
+    seed = f"127.0.0.1:{port}"
+    result = subprocess.run(
+        [gossip_rdzv, "join", "--seed", seed, "--listen", seed, "--nnodes", "1", "--run-id",
+         "probe", "--quiet", "--", "/usr/bin/env"],
+        capture_output=True, text=True, timeout=60)
+    return "GOSSIP_RDZV_STORE=" in result.stdout
+
+
+class TorchStoreTest(unittest.TestCase):
+    def test_eight_ranks_over_four_nodes_without_master(self):
+        gossip_rdzv = binary()
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            pass  # the workers use TORCH_PYTHON; this interpreter need not have torch
+        if not Path(TORCH_PYTHON).exists():
+            self.skipTest(f"{TORCH_PYTHON} is missing")
+        if not agents_export_the_store(gossip_rdzv):
+            self.skipTest("this gossip-rdzv does not pass GOSSIP_RDZV_STORE to its workers yet")
+
+        env = dict(os.environ)
+        env.pop("MASTER_ADDR", None)
+        env.pop("MASTER_PORT", None)
+        env["PYTHONPATH"] = str(PYTHON_DIR) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        seed = f"127.0.0.1:{free_port()}"
+        worker = ["env", "-u", "MASTER_ADDR", "-u", "MASTER_PORT", TORCH_PYTHON,
+                  str(HERE / "torch_worker.py")]
+        logs = tempfile.TemporaryDirectory()
+        self.addCleanup(logs.cleanup)
+        agents = []
+        for index in range(NODES):
+            listen = seed if index == 0 else "127.0.0.1:0"
+            out = open(Path(logs.name) / f"node{index}.log", "w+")
+            self.addCleanup(out.close)
+            process = subprocess.Popen(
+                [gossip_rdzv, "join", "--seed", seed, "--listen", listen, "--nnodes", str(NODES),
+                 "--nproc-per-node", str(NPROC), "--run-id", "store-e2e",
+                 "--profile", "local", "--quiet", "--", *worker],
+                env=env, stdout=out, stderr=subprocess.STDOUT)
+            self.addCleanup(lambda p=process: p.poll() is None and p.kill())
+            agents.append((process, out))
+
+        codes = []
+        for process, _ in agents:
+            try:
+                codes.append(process.wait(timeout=DEADLINE))
+            except subprocess.TimeoutExpired:
+                codes.append("timeout")
+        text = ""
+        for index, (_, out) in enumerate(agents):
+            out.seek(0)
+            text += f"--- node{index}\n{out.read()[-4000:]}"
+        self.assertEqual(codes, [0] * NODES, text)
+        for rank in range(NODES * NPROC):
+            self.assertIn(f"STORE-E2E rank {rank} ok", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
