@@ -1,0 +1,379 @@
+#include "sim/checker.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "protocol/rank_assignment.hpp"
+
+namespace gossip_rdzv::sim {
+
+using protocol::Announcement;
+using protocol::MemberKey;
+
+namespace {
+
+std::string at_text(Time t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(t.count()) / 1e6);
+  return buf;
+}
+
+std::string key_text(const MemberKey& key) {
+  return key.endpoint + "/g" + std::to_string(key.generation);
+}
+
+template <typename T>
+std::string differ(const std::string& field, const T& a, const T& b) {
+  std::ostringstream out;
+  out << field << ": " << a << " vs " << b;
+  return out.str();
+}
+
+std::string entry_difference(std::size_t i, const NodeEntry& a, const NodeEntry& b) {
+  const std::string p = "nodes[" + std::to_string(i) + "].";
+  if (a.endpoint != b.endpoint) return differ(p + "endpoint", a.endpoint, b.endpoint);
+  // Generation and node id are not compared: they never reach a worker. A node that commits
+  // and dies before any message leaves can hold its old generation where the survivors,
+  // having fenced that view, hold its restarted one; every variable a worker reads is the
+  // same (docs/protocol.md, "Restart after the others committed"; docs/simulation.md).
+  if (a.node_rank != b.node_rank) return differ(p + "node_rank", a.node_rank, b.node_rank);
+  if (a.rank_offset != b.rank_offset)
+    return differ(p + "rank_offset", a.rank_offset, b.rank_offset);
+  if (a.nproc != b.nproc) return differ(p + "nproc", a.nproc, b.nproc);
+  if (a.host != b.host) return differ(p + "host", a.host, b.host);
+  if (a.hostname != b.hostname) return differ(p + "hostname", a.hostname, b.hostname);
+  return {};
+}
+
+}  // namespace
+
+const char* to_string(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::safety:
+      return "SAFETY";
+    case FailureKind::liveness:
+      return "LIVENESS";
+    case FailureKind::outsider:
+      return "LIVENESS-OUTSIDER";
+    case FailureKind::invariant:
+      return "INVARIANT";
+    case FailureKind::harness:
+      return "HARNESS";
+  }
+  return "?";
+}
+
+std::string assignment_difference(const Assignment& a, const Assignment& b) {
+  if (a.run_id != b.run_id) return differ("run_id", a.run_id, b.run_id);
+  if (a.round != b.round) return differ("round", a.round, b.round);
+  if (a.world_size != b.world_size) return differ("world_size", a.world_size, b.world_size);
+  if (a.master_addr != b.master_addr) return differ("master_addr", a.master_addr, b.master_addr);
+  if (a.master_port != b.master_port) return differ("master_port", a.master_port, b.master_port);
+  if (a.nodes.size() != b.nodes.size()) return differ("nnodes", a.nodes.size(), b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    std::string d = entry_difference(i, a.nodes[i], b.nodes[i]);
+    if (!d.empty()) return d;
+  }
+  return {};
+}
+
+std::string describe(const Assignment& assignment) {
+  std::ostringstream out;
+  out << "round " << assignment.round << " world " << assignment.world_size << " master "
+      << assignment.master_addr << ":" << assignment.master_port << " nodes["
+      << assignment.nodes.size() << "] {";
+  const std::size_t shown = std::min<std::size_t>(assignment.nodes.size(), 12);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& n = assignment.nodes[i];
+    out << (i ? ", " : "") << n.node_rank << ":" << n.endpoint << "/g" << n.generation << "+"
+        << n.rank_offset << "x" << n.nproc;
+  }
+  if (shown < assignment.nodes.size()) out << ", ...";
+  out << "}";
+  return out.str();
+}
+
+Checker::Checker(CheckerConfig config) : config_(std::move(config)) {}
+
+void Checker::fail(FailureKind kind, Time at, std::string what) {
+  failures_.push_back({kind, at, std::move(what)});
+}
+
+bool Checker::has_safety_failure() const {
+  return std::any_of(failures_.begin(), failures_.end(),
+                     [](const Failure& f) { return f.kind == FailureKind::safety; });
+}
+
+void Checker::on_start(const Announcement& ann, std::size_t slot, bool seed_only, Time now) {
+  const MemberKey key{ann.endpoint, ann.generation};
+  if (lives_.count(key)) {
+    fail(FailureKind::harness, now, "started " + key_text(key) + " twice");
+    return;
+  }
+  LifeRecord life;
+  life.slot = slot;
+  life.ann = ann;
+  life.seed_only = seed_only;
+  life.started = now;
+  lives_.emplace(key, std::move(life));
+}
+
+void Checker::on_crash(const MemberKey& key, Time now) {
+  auto it = lives_.find(key);
+  if (it == lives_.end()) return;
+  it->second.running = false;
+  it->second.stopped = now;
+  it->second.crashed = true;
+}
+
+void Checker::on_exit(const MemberKey& key, Time now) {
+  auto it = lives_.find(key);
+  if (it == lives_.end()) return;
+  it->second.running = false;
+  it->second.stopped = now;
+}
+
+std::size_t Checker::running_members() const {
+  std::size_t count = 0;
+  for (const auto& [key, life] : lives_)
+    if (!life.seed_only && !life.crashed) ++count;
+  return count;
+}
+
+bool Checker::all_members_joined() const {
+  for (const auto& [key, life] : lives_)
+    if (!life.seed_only && life.running && !life.joined) return false;
+  return true;
+}
+
+void Checker::on_event(const MemberKey& key, const protocol::Event& event, Time now) {
+  auto it = lives_.find(key);
+  if (it == lives_.end()) {
+    fail(FailureKind::harness, now, "event from unknown process " + key_text(key));
+    return;
+  }
+  LifeRecord& life = it->second;
+  if (std::holds_alternative<protocol::JoinedCluster>(event)) {
+    life.joined = true;
+  } else if (const auto* committed = std::get_if<protocol::Committed>(&event)) {
+    on_committed(life, committed->assignment, now);
+  } else if (const auto* not_admitted = std::get_if<protocol::NotAdmitted>(&event)) {
+    on_not_admitted(life, not_admitted->round, now);
+  } else if (const auto* fatal = std::get_if<protocol::Fatal>(&event)) {
+    // No scenario creates a reason for Fatal (hints are distinct and in range).
+    if (life.outcome == LifeRecord::Outcome::none) {
+      life.outcome = LifeRecord::Outcome::fatal;
+      life.outcome_at = now;
+    }
+    fail(FailureKind::invariant, now,
+         key_text(key) + " reported Fatal(" + std::string(to_string(fatal->code)) +
+             "): " + fatal->message);
+  }
+}
+
+bool Checker::in_view(const CommittedView& view, const MemberKey& key) const {
+  for (const auto& n : view.assignment.nodes)
+    if (n.endpoint == key.endpoint && n.generation == key.generation) return true;
+  return false;
+}
+
+void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time now) {
+  const MemberKey key{life.ann.endpoint, life.ann.generation};
+  const std::string who = key_text(key);
+  ++commit_events_;
+  if (!first_commit_) first_commit_ = now;
+  if (life.seed_only)
+    fail(FailureKind::safety, now, "dedicated seed " + who + " committed " + describe(assignment));
+  if (life.outcome == LifeRecord::Outcome::not_admitted)
+    fail(FailureKind::safety, now, who + " committed after it was told NotAdmitted");
+  if (assignment.my_node_rank >= assignment.nodes.size() ||
+      assignment.nodes[assignment.my_node_rank].endpoint != key.endpoint ||
+      assignment.nodes[assignment.my_node_rank].generation != key.generation)
+    fail(FailureKind::safety, now,
+         who + " committed with my_node_rank " + std::to_string(assignment.my_node_rank) +
+             " not naming itself: " + describe(assignment));
+  check_assignment(life, assignment, now);
+
+  Assignment shared = assignment;
+  shared.my_node_rank = 0;
+  if (life.outcome == LifeRecord::Outcome::committed) {
+    const std::string d = assignment_difference(views_[*life.view_index].assignment, shared);
+    if (!d.empty())
+      fail(FailureKind::safety, now, who + " committed twice, differently (" + d + ")");
+    else
+      fail(FailureKind::invariant, now, who + " emitted Committed twice");
+    return;
+  }
+
+  std::optional<std::size_t> match;
+  for (std::size_t i = 0; i < views_.size() && !match; ++i)
+    if (views_[i].assignment.round == shared.round &&
+        assignment_difference(views_[i].assignment, shared).empty())
+      match = i;
+  if (!match) {
+    for (const auto& other : views_) {
+      if (other.assignment.round != shared.round) continue;
+      bool overlap = false;
+      for (const auto& n : shared.nodes)
+        for (const auto& m : other.assignment.nodes)
+          if (n.endpoint == m.endpoint) overlap = true;
+      if (config_.split_allowed && !overlap) continue;
+      fail(FailureKind::safety, now,
+           "AGREEMENT: " + who + " committed " + describe(shared) + " but " +
+               key_text(other.committers.front()) + " committed " + describe(other.assignment) +
+               " (first difference: " + assignment_difference(other.assignment, shared) + ")");
+    }
+    views_.push_back({shared, {}, now, now});
+    match = views_.size() - 1;
+    for (const auto& [other_key, other] : lives_)
+      if (other.outcome == LifeRecord::Outcome::not_admitted && in_view(views_[*match], other_key))
+        fail(
+            FailureKind::safety, now,
+            key_text(other_key) + " was told NotAdmitted but is in the view " + who + " committed");
+  }
+  views_[*match].committers.push_back(key);
+  views_[*match].last_at = now;
+  life.outcome = LifeRecord::Outcome::committed;
+  life.outcome_at = now;
+  life.view_index = match;
+  last_outcome_ = now;
+}
+
+void Checker::on_not_admitted(LifeRecord& life, std::uint32_t round, Time now) {
+  const MemberKey key{life.ann.endpoint, life.ann.generation};
+  if (life.outcome == LifeRecord::Outcome::committed) {
+    fail(FailureKind::safety, now, key_text(key) + " told NotAdmitted after it committed");
+    return;
+  }
+  for (const auto& view : views_)
+    if (view.assignment.round == round && in_view(view, key))
+      fail(FailureKind::safety, now,
+           key_text(key) + " told NotAdmitted but is in the committed view " +
+               describe(view.assignment));
+  if (life.outcome == LifeRecord::Outcome::none) {
+    life.outcome = LifeRecord::Outcome::not_admitted;
+    life.outcome_at = now;
+    last_outcome_ = now;
+  }
+}
+
+void Checker::check_assignment(const LifeRecord& life, const Assignment& a, Time now) {
+  const std::string who = life.ann.endpoint + "/g" + std::to_string(life.ann.generation);
+  auto bad = [&](const std::string& what) {
+    fail(FailureKind::safety, now,
+         who + " committed a bad assignment: " + what + " in " + describe(a));
+  };
+  if (a.run_id != config_.run_id) bad("run id '" + a.run_id + "'");
+  if (a.nodes.size() < config_.min_nodes || a.nodes.size() > config_.max_nodes)
+    bad("nnodes " + std::to_string(a.nodes.size()) + " outside --nnodes " +
+        std::to_string(config_.min_nodes) + ":" + std::to_string(config_.max_nodes));
+  if (a.nodes.empty()) return;
+
+  std::uint64_t offset = 0;
+  std::set<std::string> endpoints;
+  std::vector<Announcement> anns;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const NodeEntry& n = a.nodes[i];
+    const std::string p = "nodes[" + std::to_string(i) + "] ";
+    if (n.node_rank != i) bad(p + "node_rank " + std::to_string(n.node_rank));
+    if (n.rank_offset != offset) bad(p + "rank_offset " + std::to_string(n.rank_offset));
+    offset += n.nproc;
+    if (!endpoints.insert(n.endpoint).second) bad(p + "endpoint " + n.endpoint + " twice");
+    auto it = lives_.find(MemberKey{n.endpoint, n.generation});
+    if (it == lives_.end()) {
+      bad(p + n.endpoint + "/g" + std::to_string(n.generation) + " was never started");
+      continue;
+    }
+    const Announcement& ann = it->second.ann;
+    anns.push_back(ann);
+    if (it->second.seed_only) bad(p + "is the dedicated seed " + n.endpoint);
+    if (n.node_id != ann.node_id || n.host != ann.host || n.hostname != ann.hostname ||
+        n.nproc != ann.nproc)
+      bad(p + "does not match what " + n.endpoint + " announced");
+    if (ann.rank_hint >= 0 && static_cast<std::size_t>(ann.rank_hint) < a.nodes.size() &&
+        n.node_rank != static_cast<std::uint32_t>(ann.rank_hint))
+      bad(p + "hint " + std::to_string(ann.rank_hint) + " not honoured");
+  }
+  if (a.world_size != offset) bad("world_size " + std::to_string(a.world_size));
+  if (a.master_addr != a.nodes[0].host) bad("master_addr " + a.master_addr);
+  if (anns.size() != a.nodes.size()) return;
+  if (a.master_port != anns[0].master_port) bad("master_port " + std::to_string(a.master_port));
+
+  auto expected = protocol::assign_ranks(anns, life.ann.endpoint, a.run_id, a.round);
+  if (const auto* error = std::get_if<protocol::AssignmentError>(&expected)) {
+    bad("assign_ranks refuses this view: " + error->message);
+    return;
+  }
+  Assignment e = std::get<Assignment>(expected);
+  e.my_node_rank = 0;
+  Assignment got = a;
+  got.my_node_rank = 0;
+  const std::string d = assignment_difference(e, got);
+  if (!d.empty()) bad("differs from assign_ranks(view): " + d);
+}
+
+void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool run_complete) {
+  // Several committed views of one round are a note only where the scenario allows disjoint
+  // groups; anywhere else they were reported as an agreement failure when they happened.
+  std::map<std::uint32_t, std::vector<std::size_t>> per_round;
+  for (const auto& view : views_)
+    per_round[view.assignment.round].push_back(view.assignment.nodes.size());
+  for (const auto& [round, sizes] : per_round) {
+    if (sizes.size() < 2 || !config_.split_allowed) continue;
+    std::string text = "round " + std::to_string(round) + ": " + std::to_string(sizes.size()) +
+                       " disjoint groups formed (sizes";
+    for (auto s : sizes) text += " " + std::to_string(s);
+    notes_.push_back(text + ") -- documented for MIN <= MAX/2");
+  }
+  if (!run_complete) return;
+  // Nobody of a committed view is stranded: its running members all commit it (even when
+  // fewer than MIN survive, since the view was decided).
+  for (const auto& view : views_) {
+    for (const auto& n : view.assignment.nodes) {
+      auto it = lives_.find(MemberKey{n.endpoint, n.generation});
+      if (it == lives_.end() || it->second.crashed) continue;
+      if (it->second.outcome == LifeRecord::Outcome::none)
+        fail(FailureKind::liveness, deadline,
+             "stranded: " + key_text(it->first) + " is in the committed view " +
+                 describe(view.assignment) + " but never committed");
+    }
+  }
+  // When every process that committed had stopped, a node outside the view had nobody left
+  // to learn the outcome from: say so, it is a different fix from a stuck round.
+  std::optional<Time> last_committer_stop;
+  for (const auto& view : views_) {
+    for (const auto& committer : view.committers) {
+      const Time stopped = lives_.at(committer).stopped;
+      if (!last_committer_stop || stopped > *last_committer_stop) last_committer_stop = stopped;
+    }
+  }
+  const std::string nobody_left = last_committer_stop && *last_committer_stop != Time::max()
+                                      ? "; every node that committed had exited by " +
+                                            at_text(*last_committer_stop) +
+                                            ", nobody was left to tell it"
+                                      : "";
+  if (liveness_required) {
+    for (const auto& [key, life] : lives_) {
+      if (life.seed_only || life.crashed) continue;
+      if (life.outcome == LifeRecord::Outcome::none) {
+        bool in_some_view = false;
+        for (const auto& view : views_) in_some_view = in_some_view || in_view(view, key);
+        fail(nobody_left.empty() || in_some_view ? FailureKind::liveness : FailureKind::outsider,
+             deadline,
+             "no outcome: slot " + std::to_string(life.slot) + " (" + key_text(key) + ", started " +
+                 at_text(life.started) + (life.joined ? ", joined" : ", never joined") +
+                 ") neither committed nor was told NotAdmitted by the deadline " +
+                 at_text(deadline) + nobody_left);
+      } else if (life.outcome_at > deadline) {
+        fail(FailureKind::liveness, deadline,
+             "late outcome: " + key_text(key) + " at " + at_text(life.outcome_at) +
+                 " after the deadline " + at_text(deadline));
+      }
+    }
+  }
+}
+
+}  // namespace gossip_rdzv::sim

@@ -1,0 +1,131 @@
+// The properties every simulated run must hold, checked from the outside on what the cores
+// emit (Committed, NotAdmitted, Fatal, JoinedCluster) and on which processes were started:
+//
+//  - agreement: all Committed events of one round carry the same assignment (run id, round,
+//    world size, master, and every node with its node rank, rank offset, endpoint, ...);
+//  - ranks: node ranks 0..N-1 and global ranks 0..W-1 each exactly once, rank hints
+//    honoured, and the assignment equal to assign_ranks() of the view's announcements;
+//  - validity: only started processes (endpoint, generation, node id, host, nproc as they
+//    announced) appear; never a dedicated seed; a NotAdmitted node is in no committed view;
+//    a member of a committed view that is still running commits that view;
+//  - termination: when the network has settled and at least MIN members are running, every
+//    running member has an outcome (Committed, or NotAdmitted) within the stated bound.
+//
+// A safety failure (agreement, ranks, validity) is a protocol bug in every scenario; a
+// liveness failure (termination) is reported separately. In a `split_allowed` scenario two
+// *disjoint* committed views of one round are a documented outcome, reported as a note.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip_rdzv/assignment.hpp"
+#include "protocol/core.hpp"
+
+namespace gossip_rdzv::sim {
+
+using protocol::Time;
+
+enum class FailureKind {
+  safety,     ///< agreement, ranks or validity broken: a protocol bug
+  liveness,   ///< a live node had no outcome within the termination bound
+  outsider,   ///< liveness, narrower: a node in no committed view was never told NotAdmitted,
+              ///< and every node that committed had exited (nobody left to tell it)
+  invariant,  ///< the core reported an impossible event (e.g. Fatal without cause)
+  harness,    ///< the simulator itself saw something impossible (codec refused our bytes)
+};
+const char* to_string(FailureKind kind);
+
+struct Failure {
+  FailureKind kind = FailureKind::safety;
+  Time at{0};
+  std::string what;
+};
+
+struct CheckerConfig {
+  std::string run_id;
+  std::uint32_t min_nodes = 1;
+  std::uint32_t max_nodes = 1;
+  bool split_allowed = false;
+};
+
+/// What happened to one process (one generation of one slot).
+struct LifeRecord {
+  std::size_t slot = 0;
+  protocol::Announcement ann;
+  bool seed_only = false;
+  bool running = true;  ///< false after a crash or exit
+  bool crashed = false;
+  bool joined = false;
+  Time started{0};
+  Time stopped{Time::max()};  ///< crash or exit time
+  enum class Outcome { none, committed, not_admitted, fatal } outcome = Outcome::none;
+  Time outcome_at{0};
+  std::optional<std::size_t> view_index;  ///< into Checker::views() when committed
+};
+
+/// A distinct committed assignment of some round and who committed it.
+struct CommittedView {
+  Assignment assignment;  ///< my_node_rank zeroed: the part every member shares
+  std::vector<protocol::MemberKey> committers;
+  Time first_at{0};
+  Time last_at{0};
+};
+
+class Checker {
+ public:
+  explicit Checker(CheckerConfig config);
+
+  void on_start(const protocol::Announcement& ann, std::size_t slot, bool seed_only, Time now);
+  void on_crash(const protocol::MemberKey& key, Time now);
+  void on_exit(const protocol::MemberKey& key, Time now);
+  void on_event(const protocol::MemberKey& key, const protocol::Event& event, Time now);
+  /// Records a failure found outside the events (e.g. undecodable bytes).
+  void fail(FailureKind kind, Time at, std::string what);
+
+  /// End-of-run checks. `deadline` is settle time + termination bound; liveness is required
+  /// only when `liveness_required` (MIN members still running). `run_complete` is false when
+  /// the run stopped early (a busy loop): then no liveness is judged at all.
+  void finish(Time now, Time deadline, bool liveness_required, bool run_complete = true);
+
+  bool passed() const { return failures_.empty(); }
+  bool has_safety_failure() const;
+  const std::vector<Failure>& failures() const { return failures_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<CommittedView>& views() const { return views_; }
+  const std::map<protocol::MemberKey, LifeRecord>& lives() const { return lives_; }
+
+  std::size_t running_members() const;
+  bool all_members_joined() const;
+  std::uint64_t commit_events() const { return commit_events_; }
+  std::optional<Time> first_commit() const { return first_commit_; }
+  std::optional<Time> last_outcome() const { return last_outcome_; }
+
+ private:
+  void on_committed(LifeRecord& life, const Assignment& assignment, Time now);
+  void on_not_admitted(LifeRecord& life, std::uint32_t round, Time now);
+  /// Structure of one assignment: ranks, hints, validity, equality with assign_ranks().
+  void check_assignment(const LifeRecord& life, const Assignment& assignment, Time now);
+  bool in_view(const CommittedView& view, const protocol::MemberKey& key) const;
+
+  CheckerConfig config_;
+  std::map<protocol::MemberKey, LifeRecord> lives_;
+  std::vector<CommittedView> views_;
+  std::vector<Failure> failures_;
+  std::vector<std::string> notes_;
+  std::uint64_t commit_events_ = 0;
+  std::optional<Time> first_commit_;
+  std::optional<Time> last_outcome_;
+};
+
+/// "nodes[3].rank_offset: 8 vs 9" — the first difference of two assignments, ignoring
+/// my_node_rank; empty when they agree.
+std::string assignment_difference(const Assignment& a, const Assignment& b);
+/// One line: round, world size, master and the node list, for failure reports.
+std::string describe(const Assignment& assignment);
+
+}  // namespace gossip_rdzv::sim

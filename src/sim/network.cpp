@@ -1,0 +1,131 @@
+#include "sim/network.hpp"
+
+#include <cmath>
+
+namespace gossip_rdzv::sim {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  state += 0x9e3779b97f4a7c15ULL;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t mix64(std::uint64_t value) {
+  return splitmix64(value);
+}
+
+namespace {
+std::uint64_t rotl(std::uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+}  // namespace
+
+Prng::Prng(std::uint64_t seed, std::uint64_t stream) {
+  // Seeding xoshiro through splitmix64 is what its authors recommend; it never yields the
+  // all-zero state.
+  std::uint64_t sm = seed ^ mix64(stream + 0x5851f42d4c957f2dULL);
+  for (auto& word : state_) word = splitmix64(sm);
+}
+
+std::uint64_t Prng::next_u64() {
+  const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
+  const std::uint64_t t = state_[1] << 17;
+  state_[2] ^= state_[0];
+  state_[3] ^= state_[1];
+  state_[1] ^= state_[2];
+  state_[0] ^= state_[3];
+  state_[2] ^= t;
+  state_[3] = rotl(state_[3], 45);
+  return result;
+}
+
+std::uint64_t Prng::below(std::uint64_t bound) {
+  if (bound == 0) return 0;
+  // Reject the top partial block so every residue is equally likely.
+  const std::uint64_t limit = UINT64_MAX - (UINT64_MAX % bound);
+  std::uint64_t x = next_u64();
+  while (x >= limit) x = next_u64();
+  return x % bound;
+}
+
+std::uint64_t Prng::between(std::uint64_t low, std::uint64_t high) {
+  if (high <= low) return low;
+  const std::uint64_t span = high - low;
+  if (span == UINT64_MAX) return next_u64();
+  return low + below(span + 1);
+}
+
+double Prng::unit() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
+
+bool Prng::chance(double probability) {
+  if (probability <= 0.0) return false;
+  if (probability >= 1.0) return true;
+  return unit() < probability;
+}
+
+double Prng::exponential(double mean) {
+  return -mean * std::log1p(-unit());
+}
+
+Time Prng::time_between(Time low, Time high) {
+  if (high <= low) return low;
+  return low +
+         Time(static_cast<Time::rep>(below(static_cast<std::uint64_t>((high - low).count()) + 1)));
+}
+
+bool Partition::separates(std::size_t a, std::size_t b, Time now) const {
+  if (now < from || now >= until) return false;
+  const std::uint8_t side_a = a < side.size() ? side[a] : 0;
+  const std::uint8_t side_b = b < side.size() ? side[b] : 0;
+  return side_a != side_b;
+}
+
+Network::Network(LinkConfig link, std::uint64_t run_seed) : link_(link), prng_(run_seed, 2) {}
+
+void Network::add_partition(Partition partition) {
+  partitions_.push_back(std::move(partition));
+}
+
+Time Network::healed_at() const {
+  Time latest{0};
+  for (const auto& p : partitions_)
+    if (p.until != Time::max() && p.until > latest) latest = p.until;
+  return latest;
+}
+
+Time Network::one_way_delay() {
+  Time delay = link_.latency_base;
+  if (link_.latency_jitter_mean.count() > 0)
+    delay += Time(static_cast<Time::rep>(
+        prng_.exponential(static_cast<double>(link_.latency_jitter_mean.count()))));
+  if (prng_.chance(link_.reorder_probability))
+    delay += prng_.time_between(Time(0), link_.reorder_max_delay);
+  // Never zero: a packet cannot arrive at the instant it is sent.
+  return delay < Time(1) ? Time(1) : delay;
+}
+
+std::vector<Time> Network::route(std::size_t from, std::size_t to, Time now) {
+  std::vector<Time> deliveries;
+  for (const auto& p : partitions_) {
+    if (p.separates(from, to, now)) {
+      ++dropped_by_partition_;
+      return deliveries;
+    }
+  }
+  if (prng_.chance(link_.loss_probability)) {
+    ++dropped_by_loss_;
+    return deliveries;
+  }
+  deliveries.push_back(now + one_way_delay());
+  if (prng_.chance(link_.duplicate_probability)) {
+    ++duplicated_;
+    deliveries.push_back(now + one_way_delay());
+  }
+  return deliveries;
+}
+
+}  // namespace gossip_rdzv::sim

@@ -1,0 +1,100 @@
+// The simulated network: a seeded PRNG and a faulty packet model (latency, loss, duplication,
+// reordering, partitions). Modelled on TigerBeetle's packet simulator: every decision comes
+// from one PRNG seeded by the run seed, so a run is a pure function of its seed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "protocol/core.hpp"
+
+namespace gossip_rdzv::sim {
+
+using protocol::Time;
+
+/// splitmix64: used to derive independent seeds (per node, per stream) from one run seed.
+std::uint64_t splitmix64(std::uint64_t& state);
+/// One splitmix64 step of `value` without state: a good 64-bit mixer.
+std::uint64_t mix64(std::uint64_t value);
+
+/// xoshiro256**: the simulator's only source of randomness. No std:: distributions are used
+/// anywhere, because their output differs between standard library versions; a seed must
+/// replay the same run on every machine.
+class Prng {
+ public:
+  /// `stream` separates independent sequences drawn from one run seed.
+  explicit Prng(std::uint64_t seed, std::uint64_t stream = 0);
+
+  std::uint64_t next_u64();
+  /// Uniform in [0, bound); bound 0 gives 0. Unbiased (rejection sampling).
+  std::uint64_t below(std::uint64_t bound);
+  /// Uniform in [low, high] (inclusive).
+  std::uint64_t between(std::uint64_t low, std::uint64_t high);
+  /// Uniform in [0, 1) with 53 random bits.
+  double unit();
+  /// True with probability `probability` (0 never, 1 always).
+  bool chance(double probability);
+  /// Exponentially distributed with the given mean (inverse transform of unit()).
+  double exponential(double mean);
+  /// Uniform duration in [low, high].
+  Time time_between(Time low, Time high);
+
+ private:
+  std::uint64_t state_[4];
+};
+
+/// How packets behave between two reachable nodes. Latency is one-way:
+/// base + exponential(jitter_mean), plus with `reorder_probability` an extra uniform delay in
+/// [0, reorder_max_delay] that lets later packets overtake it.
+struct LinkConfig {
+  Time latency_base{200};
+  Time latency_jitter_mean{100};
+  double loss_probability = 0.0;
+  double duplicate_probability = 0.0;
+  double reorder_probability = 0.0;
+  Time reorder_max_delay{std::chrono::milliseconds(20)};
+};
+
+/// A partition: nodes whose `side` differ cannot exchange packets while it is active
+/// ([from, until)). Side 0 and side 1 are two groups; an isolated node is alone on side 1.
+struct Partition {
+  std::vector<std::uint8_t> side;  ///< indexed by node slot; missing slots are on side 0
+  Time from{0};
+  Time until{Time::max()};
+
+  bool separates(std::size_t a, std::size_t b, Time now) const;
+};
+
+/// Decides the fate of each packet: dropped, or delivered once or twice at given times.
+class Network {
+ public:
+  Network(LinkConfig link, std::uint64_t run_seed);
+
+  void add_partition(Partition partition);
+  const std::vector<Partition>& partitions() const { return partitions_; }
+  const LinkConfig& link() const { return link_; }
+  /// The latest `until` of any finite partition (0 when none): after this the network heals.
+  Time healed_at() const;
+
+  /// Delivery times of a packet sent at `now` from slot `from` to slot `to`: empty when lost
+  /// or partitioned, two entries when duplicated.
+  std::vector<Time> route(std::size_t from, std::size_t to, Time now);
+
+  std::uint64_t dropped_by_loss() const { return dropped_by_loss_; }
+  std::uint64_t dropped_by_partition() const { return dropped_by_partition_; }
+  std::uint64_t duplicated() const { return duplicated_; }
+
+ private:
+  Time one_way_delay();
+
+  LinkConfig link_;
+  Prng prng_;
+  std::vector<Partition> partitions_;
+  std::uint64_t dropped_by_loss_ = 0;
+  std::uint64_t dropped_by_partition_ = 0;
+  std::uint64_t duplicated_ = 0;
+};
+
+}  // namespace gossip_rdzv::sim

@@ -1,0 +1,99 @@
+// Scenarios: what a simulated run starts, when, and which faults it injects. A scenario is a
+// pure function of (name, nodes, seed, options), so `gossip-rdzv-sim --scenario NAME --nodes N
+// --seed S` rebuilds exactly the run that failed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip_rdzv/config.hpp"
+#include "sim/network.hpp"
+
+namespace gossip_rdzv::sim {
+
+enum class TimingProfile { lan, local };
+
+/// One simulated process slot. A slot keeps its endpoint across crashes and restarts.
+struct NodeSpec {
+  Time start{0};
+  std::uint32_t nproc = 1;
+  std::int32_t rank_hint = -1;
+  std::vector<std::size_t> seeds;  ///< slots whose endpoints this node is given as seeds
+  bool seed_only = false;          ///< a dedicated seed (`gossip-rdzv seed`), never a member
+};
+
+/// When a scripted crash happens.
+enum class Trigger {
+  at_time,           ///< at `delay` after time zero
+  after_all_joined,  ///< `delay` after every member node has reported JoinedCluster
+  after_commits,     ///< `delay` after the `commits`-th Committed event of the run
+};
+
+/// Crash a slot (drop its core and every packet to or from it still in flight), optionally
+/// restarting it `restart_after` later with the same endpoint, generation + 1 and a new id.
+struct CrashSpec {
+  std::size_t slot = 0;
+  Trigger trigger = Trigger::at_time;
+  Time delay{0};
+  std::uint32_t commits = 1;
+  std::optional<Time> restart_after;
+};
+
+struct Scenario {
+  std::string name;             ///< the name given on the command line ("mix" stays "mix")
+  std::string kind;             ///< the concrete scenario run (differs from `name` for mix)
+  std::uint32_t nodes_arg = 0;  ///< --nodes
+  std::uint64_t seed = 0;
+  std::optional<double> loss_arg;  ///< --loss, echoed in the replay command
+  TimingProfile profile = TimingProfile::lan;
+
+  std::string run_id = "sim";
+  std::uint32_t min_nodes = 1;
+  std::uint32_t max_nodes = 1;
+  std::chrono::milliseconds last_call{2000};
+  Timing timing;
+  LinkConfig link;
+  std::vector<NodeSpec> nodes;  ///< indexed by slot
+  std::vector<Partition> partitions;
+  std::vector<CrashSpec> crashes;
+  /// MIN <= MAX/2 with disjoint seeds: two disjoint groups may each commit (documented); an
+  /// overlap between two committed views is still a safety failure.
+  bool split_allowed = false;
+  std::string description;  ///< the faults in words, printed with a failure
+
+  /// `gossip-rdzv-sim --scenario NAME --nodes N --seed S [--loss P] [--timing local]`
+  std::string replay_command() const;
+};
+
+struct ScenarioOptions {
+  std::optional<double> loss;  ///< overrides the scenario's loss probability
+  TimingProfile profile = TimingProfile::lan;
+};
+
+/// Every scenario name accepted by make_scenario, "mix" last.
+const std::vector<std::string>& scenario_names();
+bool is_scenario_name(const std::string& name);
+
+/// Builds scenario `name` for `--nodes nodes` (the --nnodes MAX of the run) and `seed`.
+/// "mix" draws a concrete scenario and a node count in [3, nodes] from the seed.
+/// Throws std::invalid_argument for an unknown name.
+Scenario make_scenario(const std::string& name, std::uint32_t nodes, std::uint64_t seed,
+                       const ScenarioOptions& options = {});
+
+/// SWIM's suspicion timeout as the core computes it (memberlist's formula):
+/// max(suspicion_min, suspicion_mult * log10(n + 1) * probe_interval).
+Time suspicion_timeout(const Timing& timing, std::size_t members);
+
+/// How long after the network settles (last start, heal, crash or restart) every live node
+/// must have an outcome: last_call + 2 * suspicion_timeout + 60 s (virtual time).
+Time termination_bound(const Scenario& scenario);
+
+/// The endpoint of a slot: "10.a.b.c:29400" from slot + 1, unique up to 2^24 slots.
+std::string slot_host(std::size_t slot);
+std::string slot_endpoint(std::size_t slot);
+
+}  // namespace gossip_rdzv::sim

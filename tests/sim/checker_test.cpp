@@ -1,0 +1,159 @@
+// The checker itself, fed by hand: a divergent commit, a bad rank, a stranded node must each
+// be caught, or the simulator's "pass" means nothing.
+#include "sim/checker.hpp"
+
+#include <gtest/gtest.h>
+
+#include "protocol/rank_assignment.hpp"
+
+namespace gossip_rdzv::sim {
+namespace {
+
+using protocol::Announcement;
+using protocol::MemberKey;
+
+Announcement ann(int i, std::int32_t hint = -1) {
+  Announcement a;
+  a.endpoint = "10.0.0." + std::to_string(i + 1) + ":29400";
+  a.node_id = 1000 + static_cast<std::uint64_t>(i);
+  a.generation = 1;
+  a.host = "10.0.0." + std::to_string(i + 1);
+  a.hostname = "node" + std::to_string(i);
+  a.nproc = 2;
+  a.rank_hint = hint;
+  a.master_port = 29500;
+  return a;
+}
+
+MemberKey key(const Announcement& a) {
+  return {a.endpoint, a.generation};
+}
+
+Assignment assignment_for(const std::vector<Announcement>& members, const Announcement& self) {
+  auto result = protocol::assign_ranks(members, self.endpoint, "sim", 0);
+  return std::get<Assignment>(result);
+}
+
+struct CheckerTest : ::testing::Test {
+  Checker checker{CheckerConfig{"sim", 3, 3, false}};
+  std::vector<Announcement> nodes = {ann(0), ann(1), ann(2), ann(3)};
+
+  void SetUp() override {
+    for (std::size_t i = 0; i < nodes.size(); ++i) checker.on_start(nodes[i], i, false, Time(0));
+  }
+  void commit(int who, const std::vector<Announcement>& view) {
+    checker.on_event(key(nodes[who]), protocol::Committed{assignment_for(view, nodes[who])},
+                     Time(10));
+  }
+};
+
+TEST_F(CheckerTest, IdenticalCommitsPass) {
+  const std::vector<Announcement> view = {nodes[0], nodes[1], nodes[2]};
+  for (int i = 0; i < 3; ++i) commit(i, view);
+  checker.on_event(key(nodes[3]), protocol::NotAdmitted{0, 3}, Time(11));
+  checker.finish(Time(20), Time(100), true);
+  EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
+  ASSERT_EQ(checker.views().size(), 1u);
+  EXPECT_EQ(checker.views()[0].committers.size(), 3u);
+}
+
+TEST_F(CheckerTest, DivergentCommitsAreASafetyFailure) {
+  commit(0, {nodes[0], nodes[1], nodes[2]});
+  commit(1, {nodes[0], nodes[1], nodes[3]});
+  EXPECT_TRUE(checker.has_safety_failure());
+  EXPECT_NE(checker.failures()[0].what.find("AGREEMENT"), std::string::npos);
+}
+
+TEST_F(CheckerTest, NotAdmittedMemberOfTheViewIsASafetyFailure) {
+  checker.on_event(key(nodes[2]), protocol::NotAdmitted{0, 3}, Time(5));
+  commit(0, {nodes[0], nodes[1], nodes[2]});
+  EXPECT_TRUE(checker.has_safety_failure());
+}
+
+TEST_F(CheckerTest, WrongRankOffsetIsASafetyFailure) {
+  Assignment a = assignment_for({nodes[0], nodes[1], nodes[2]}, nodes[0]);
+  a.nodes[1].rank_offset += 1;
+  checker.on_event(key(nodes[0]), protocol::Committed{a}, Time(10));
+  EXPECT_TRUE(checker.has_safety_failure());
+}
+
+TEST_F(CheckerTest, UnknownMemberIsASafetyFailure) {
+  Assignment a = assignment_for({nodes[0], nodes[1], nodes[2]}, nodes[0]);
+  a.nodes[2].generation = 7;
+  checker.on_event(key(nodes[0]), protocol::Committed{a}, Time(10));
+  EXPECT_TRUE(checker.has_safety_failure());
+}
+
+TEST_F(CheckerTest, MissingOutcomeIsLivenessOnlyWhenRequired) {
+  commit(0, {nodes[0], nodes[1], nodes[2]});
+  commit(1, {nodes[0], nodes[1], nodes[2]});
+  commit(2, {nodes[0], nodes[1], nodes[2]});
+  Checker relaxed = checker;
+  relaxed.finish(Time(20), Time(100), false);
+  EXPECT_TRUE(relaxed.passed());
+  checker.finish(Time(20), Time(100), true);  // node 3 never heard
+  ASSERT_FALSE(checker.passed());
+  EXPECT_EQ(checker.failures()[0].kind, FailureKind::liveness);
+  EXPECT_FALSE(checker.has_safety_failure());
+}
+
+TEST_F(CheckerTest, StrandedViewMemberIsLivenessEvenBelowMin) {
+  commit(0, {nodes[0], nodes[1], nodes[2]});
+  checker.finish(Time(20), Time(100), false);
+  ASSERT_FALSE(checker.passed());
+  EXPECT_NE(checker.failures()[0].what.find("stranded"), std::string::npos);
+}
+
+TEST_F(CheckerTest, CrashedMembersAreExempt) {
+  commit(0, {nodes[0], nodes[1], nodes[2]});
+  commit(1, {nodes[0], nodes[1], nodes[2]});
+  checker.on_crash(key(nodes[2]), Time(15));
+  checker.on_crash(key(nodes[3]), Time(15));
+  checker.finish(Time(20), Time(100), true);
+  EXPECT_TRUE(checker.passed());
+}
+
+TEST(CheckerSplit, DisjointGroupsAreANoteOverlappingOnesAFailure) {
+  Checker checker{CheckerConfig{"sim", 2, 4, true}};
+  std::vector<Announcement> n = {ann(0), ann(1), ann(2), ann(3), ann(4)};
+  for (std::size_t i = 0; i < n.size(); ++i) checker.on_start(n[i], i, false, Time(0));
+  auto commit = [&](int who, const std::vector<Announcement>& view) {
+    checker.on_event(key(n[who]), protocol::Committed{assignment_for(view, n[who])}, Time(1));
+  };
+  commit(0, {n[0], n[1]});
+  commit(2, {n[2], n[3]});
+  EXPECT_TRUE(checker.passed());
+  commit(4, {n[3], n[4]});  // shares node 3 with the second group
+  EXPECT_TRUE(checker.has_safety_failure());
+  checker.finish(Time(2), Time(100), false);
+  ASSERT_FALSE(checker.notes().empty());
+}
+
+TEST(CheckerSeed, DedicatedSeedInAViewIsASafetyFailure) {
+  Checker checker{CheckerConfig{"sim", 2, 2, false}};
+  const Announcement a = ann(0), seed = ann(1);
+  checker.on_start(a, 0, false, Time(0));
+  checker.on_start(seed, 1, true, Time(0));
+  checker.on_event(key(a), protocol::Committed{assignment_for({a, seed}, a)}, Time(1));
+  EXPECT_TRUE(checker.has_safety_failure());
+}
+
+TEST(CheckerHints, IgnoredHintIsASafetyFailure) {
+  Checker checker{CheckerConfig{"sim", 2, 2, false}};
+  const Announcement a = ann(0), b = ann(1, 0);  // b asks for node rank 0
+  checker.on_start(a, 0, false, Time(0));
+  checker.on_start(b, 1, false, Time(0));
+  Assignment honoured = assignment_for({a, b}, a);
+  ASSERT_EQ(honoured.nodes[0].endpoint, b.endpoint);
+  Assignment ignored = honoured;
+  std::swap(ignored.nodes[0], ignored.nodes[1]);
+  ignored.nodes[0].node_rank = 0;
+  ignored.nodes[1].node_rank = 1;
+  ignored.master_addr = ignored.nodes[0].host;
+  ignored.my_node_rank = 0;
+  checker.on_event(key(a), protocol::Committed{ignored}, Time(1));
+  EXPECT_TRUE(checker.has_safety_failure());
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::sim

@@ -1,0 +1,90 @@
+// Scenarios are pure functions of (name, nodes, seed, options): the replay command rebuilds
+// the very run that failed.
+#include "sim/scenario.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gossip_rdzv::sim {
+namespace {
+
+void expect_same(const Scenario& a, const Scenario& b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.description, b.description);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].start, b.nodes[i].start);
+    EXPECT_EQ(a.nodes[i].nproc, b.nodes[i].nproc);
+    EXPECT_EQ(a.nodes[i].seeds, b.nodes[i].seeds);
+  }
+  EXPECT_EQ(a.crashes.size(), b.crashes.size());
+  EXPECT_EQ(a.partitions.size(), b.partitions.size());
+  EXPECT_EQ(a.link.loss_probability, b.link.loss_probability);
+}
+
+TEST(Scenario, EveryNameBuildsDeterministically) {
+  for (const auto& name : scenario_names()) {
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+      SCOPED_TRACE(name + " seed " + std::to_string(seed));
+      const Scenario a = make_scenario(name, 12, seed);
+      expect_same(a, make_scenario(name, 12, seed));
+      EXPECT_GE(a.max_nodes, a.min_nodes);
+      EXPECT_FALSE(a.nodes.empty());
+    }
+  }
+}
+
+TEST(Scenario, ReplayCommandNamesEverythingThatShapesTheRun) {
+  ScenarioOptions options;
+  options.loss = 0.25;
+  options.profile = TimingProfile::local;
+  const Scenario s = make_scenario("restart", 10, 77, options);
+  EXPECT_EQ(s.replay_command(),
+            "gossip-rdzv-sim --scenario restart --nodes 10 --seed 77 --loss 0.25 --timing local");
+  EXPECT_EQ(s.link.loss_probability, 0.25);
+}
+
+TEST(Scenario, MixDrawsAConcreteKindAndAtMostNodes) {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const Scenario s = make_scenario("mix", 20, seed);
+    EXPECT_EQ(s.name, "mix");
+    EXPECT_NE(s.kind, "mix");
+    EXPECT_LE(s.max_nodes, 20u);
+    EXPECT_NE(s.replay_command().find("--scenario mix --nodes 20 --seed " + std::to_string(seed)),
+              std::string::npos);
+  }
+}
+
+TEST(Scenario, OverMaxStartsMoreThanMax) {
+  EXPECT_EQ(make_scenario("over-max", 10, 1).nodes.size(), 11u);
+  EXPECT_EQ(make_scenario("over-max-2x", 10, 1).nodes.size(), 20u);
+}
+
+TEST(Scenario, SplitIsMinAtMostHalfMaxWithDisjointSeeds) {
+  const Scenario s = make_scenario("split", 10, 3);
+  EXPECT_TRUE(s.split_allowed);
+  EXPECT_LE(2 * s.min_nodes, s.max_nodes);
+  EXPECT_EQ(s.nodes.front().seeds, std::vector<std::size_t>{0});
+  EXPECT_EQ(s.nodes.back().seeds, std::vector<std::size_t>{s.min_nodes});
+}
+
+TEST(Scenario, SeedKilledHasADedicatedSeed) {
+  const Scenario s = make_scenario("seed-killed", 6, 2);
+  ASSERT_EQ(s.nodes.size(), 7u);
+  EXPECT_TRUE(s.nodes.back().seed_only);
+  ASSERT_EQ(s.crashes.size(), 1u);
+  EXPECT_EQ(s.crashes[0].slot, 6u);
+  EXPECT_EQ(s.crashes[0].trigger, Trigger::after_all_joined);
+}
+
+TEST(Scenario, EndpointsAreUniqueAndLookLikeHosts) {
+  EXPECT_EQ(slot_endpoint(0), "10.0.0.1:29400");
+  EXPECT_EQ(slot_endpoint(255), "10.0.1.0:29400");
+  EXPECT_EQ(slot_host(99999), "10.1.134.160");
+}
+
+TEST(Scenario, UnknownNameThrows) {
+  EXPECT_THROW(make_scenario("nope", 3, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::sim

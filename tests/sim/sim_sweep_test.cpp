@@ -1,0 +1,76 @@
+// The CI sweep: ~1000 seeded mixed scenarios (N up to 100), every property checked. Each run
+// is forked, so one core assertion does not hide the others. A failure prints the replay
+// command; docs/simulation.md says how to investigate it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "sim_test_util.hpp"
+
+namespace gossip_rdzv::sim {
+namespace {
+
+// GOSSIP_RDZV_SIM_SWEEP=FROM:TO overrides the seed range (a long run covers more).
+void sweep_range(std::uint64_t& first, std::uint64_t& last) {
+  first = 1;
+  last = 1000;
+  if (const char* env = std::getenv("GOSSIP_RDZV_SIM_SWEEP")) {
+    const std::string text = env;
+    const auto colon = text.find(':');
+    if (colon != std::string::npos) {
+      first = std::stoull(text.substr(0, colon));
+      last = std::stoull(text.substr(colon + 1));
+    }
+  }
+}
+
+// Safety (agreement, ranks, validity, invariants) must hold in every run. Liveness has two
+// open, documented limits (docs/simulation.md): a ready view blocked by a member that crashed
+// without restarting, and a node outside the view that nobody was left to tell. Their counts
+// are deterministic for the 1000 seeds, so they are held to the figures measured when this
+// bound was set: a change that strands more runs fails here.
+constexpr std::size_t kMaxBlockedRuns = 27;    // measured 2 Dec: 27
+constexpr std::size_t kMaxOutsiderRuns = 176;  // measured 2 Dec: 176
+
+TEST(SimSweep, MixedScenarios) {
+  std::uint64_t first = 0, last = 0;
+  sweep_range(first, last);
+  std::vector<std::string> unsafe, blocked, outsider;
+  for (std::uint64_t seed = first; seed <= last; ++seed) {
+    // N cycles so that most runs are small (mix then draws 3..N): one in ten goes up to 100,
+    // one in ten to 50.
+    static constexpr std::uint32_t kNodes[] = {10, 30, 10, 50, 30, 10, 30, 10, 100, 30};
+    const auto run = testing::run_isolated("mix", kNodes[seed % 10], seed);
+    if (run.passed()) continue;
+    if (run.passed_or_outsider_timeout()) {
+      outsider.push_back(run.replay);
+    } else if (run.status == testing::IsolatedRun::Status::failed &&
+               run.worst == FailureKind::liveness) {
+      blocked.push_back(run.replay);
+    } else {
+      unsafe.push_back(run.replay);
+      ADD_FAILURE() << run.report;
+    }
+  }
+  auto list = [](const std::vector<std::string>& runs) {
+    std::string text;
+    for (const auto& r : runs) text += "  " + r + "\n";
+    return text;
+  };
+  std::printf("sweep of %llu runs: %zu unsafe, %zu blocked, %zu outsider timeouts\n%s%s",
+              static_cast<unsigned long long>(last - first + 1), unsafe.size(), blocked.size(),
+              outsider.size(), list(blocked).c_str(), list(outsider).c_str());
+  EXPECT_TRUE(unsafe.empty()) << unsafe.size() << " runs broke safety or aborted:\n"
+                              << list(unsafe);
+  const bool default_range = first == 1 && last == 1000;
+  if (default_range) {
+    EXPECT_LE(blocked.size(), kMaxBlockedRuns) << list(blocked);
+    EXPECT_LE(outsider.size(), kMaxOutsiderRuns) << list(outsider);
+  }
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::sim

@@ -1,0 +1,184 @@
+// Every scenario on a few seeds at small N, the checker must pass; plus the seeds where the
+// simulator found protocol bugs, kept as named regression tests (docs/simulation.md).
+#include "sim/simulator.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim_test_util.hpp"
+
+namespace gossip_rdzv::sim {
+namespace {
+
+using testing::run_isolated;
+
+void expect_seeds_pass(const std::string& name, std::uint32_t nodes, std::uint64_t first,
+                       std::uint64_t last) {
+  for (std::uint64_t seed = first; seed <= last; ++seed) {
+    const auto run = run_isolated(name, nodes, seed);
+    EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+  }
+}
+
+TEST(Simulator, SameSeedSameRun) {
+  const RunResult a = run_scenario("mix", 12, 5);
+  const RunResult b = run_scenario("mix", 12, 5);
+  EXPECT_EQ(a.stats.steps, b.stats.steps);
+  EXPECT_EQ(a.stats.end, b.stats.end);
+  EXPECT_EQ(a.stats.packets_delivered, b.stats.packets_delivered);
+  EXPECT_EQ(a.report(), b.report());
+}
+
+TEST(Simulator, PlainRunCommitsEveryNodeAndCountsBytes) {
+  const RunResult r = run_scenario("plain", 8, 1);
+  ASSERT_TRUE(r.passed) << r.report();
+  EXPECT_EQ(r.stats.committed, 8u);
+  EXPECT_GT(r.stats.bytes_per_node.mean, 0);
+  EXPECT_GT(r.stats.seed_bytes_per_join, 0);
+  EXPECT_LE(r.stats.messages_per_node.mean, r.stats.messages_per_node.max);
+}
+
+TEST(Simulator, CodecModesAgree) {
+  SimOptions off;
+  off.codec = CodecMode::off;
+  SimOptions size;
+  size.codec = CodecMode::size_only;
+  const RunResult full = run_scenario("dup-reorder", 6, 3);
+  const RunResult structs = run_scenario("dup-reorder", 6, 3, {}, off);
+  const RunResult sized = run_scenario("dup-reorder", 6, 3, {}, size);
+  EXPECT_EQ(full.stats.steps, structs.stats.steps);
+  EXPECT_EQ(full.stats.bytes_per_node.mean, sized.stats.bytes_per_node.mean);
+}
+
+TEST(Scenarios, Plain) {
+  expect_seeds_pass("plain", 10, 1, 5);
+}
+TEST(Scenarios, PlainFifty) {
+  expect_seeds_pass("plain", 50, 1, 2);
+}
+TEST(Scenarios, Loss10) {
+  expect_seeds_pass("loss10", 10, 1, 5);
+}
+TEST(Scenarios, Loss30) {
+  expect_seeds_pass("loss30", 10, 1, 5);
+}
+TEST(Scenarios, DuplicationAndReordering) {
+  expect_seeds_pass("dup-reorder", 10, 1, 5);
+}
+TEST(Scenarios, OneMoreThanMax) {
+  expect_seeds_pass("over-max", 10, 1, 5);
+}
+TEST(Scenarios, TwiceMax) {
+  expect_seeds_pass("over-max-2x", 10, 1, 5);
+}
+TEST(Scenarios, JoinersAtTheEndOfTheLastCall) {
+  expect_seeds_pass("last-call", 10, 1, 5);
+}
+TEST(Scenarios, RestartMidRound) {
+  expect_seeds_pass("restart", 10, 1, 5);
+}
+TEST(Scenarios, CrashMidRound) {
+  expect_seeds_pass("crash", 10, 1, 5);
+}
+TEST(Scenarios, WrongSuspicion) {
+  expect_seeds_pass("wrong-suspicion", 10, 1, 5);
+}
+TEST(Scenarios, DedicatedSeedKilledAfterBootstrap) {
+  expect_seeds_pass("seed-killed", 10, 1, 5);
+}
+TEST(Scenarios, SeedMemberKilledAfterBootstrap) {
+  expect_seeds_pass("seed-member-killed", 10, 1, 5);
+}
+TEST(Scenarios, MinAtMostHalfMaxSplit) {
+  expect_seeds_pass("split", 10, 2, 6);
+}
+TEST(Scenarios, RankHintsAndMixedNproc) {
+  expect_seeds_pass("hints", 10, 1, 5);
+}
+TEST(Scenarios, MixSmall) {
+  expect_seeds_pass("mix", 20, 1, 20);
+}
+
+// ---- regression seeds: each failed when found; the comment says what the core did. -------
+
+// 60 nodes for --nnodes 30 at 10% loss: views churn past 32 attempts and Agreement::step's
+// pruning erased the *held* view: check_invariants aborted "held view was pruned" (fixed in
+// b52c8f1). Since then: an extra node (slot 57) is never told NotAdmitted before every
+// committed node exits (LIVENESS-OUTSIDER).
+TEST(Regression, HeldViewPrunedWithManyViews) {
+  const auto run = run_isolated("mix", 30, 40);
+  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+}
+
+// --nnodes 9:10, the seed node 0 crashes just after all joined: every survivor is ready on
+// the 10-view and waits forever for node 0's ready bit (release_if_dead needs a member on a
+// higher view, and a ready node never moves up): a crash after the ready phase blocks.
+TEST(Regression, CrashedMemberBlocksReadyView) {
+  const auto run = run_isolated("seed-member-killed", 10, 33);
+  // Open and documented (docs/protocol.md, "Crash after others are ready"): without a
+  // restart the survivors cannot tell the crash from a partition, so they wait (and the
+  // runtime ends them at --join-timeout naming the member). Safety must hold; when this
+  // starts passing, the limit is gone: make it EXPECT_TRUE(run.passed()).
+  EXPECT_NE(run.status, testing::IsolatedRun::Status::safety) << run.report;
+  EXPECT_NE(run.status, testing::IsolatedRun::Status::aborted) << run.report;
+  EXPECT_EQ(run.worst, FailureKind::liveness) << run.report;
+}
+
+// --nnodes 4:5: slot 2 commits first and crashes at that instant (its last pushes die with
+// it), restarting as generation 2 1.9 s later. Before 73c05bd the four survivors stayed
+// ready on the 5-view forever (g1's ready bit never arrives); since the fence they commit a
+// second view with 10.0.0.3/g2: the SAFETY failure of the next test.
+TEST(Regression, CommitterCrashBlocksSurvivors) {
+  const auto run = run_isolated("restart", 5, 41);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// SAFETY. --nnodes 2:3: slot 2 is the first to commit (the view with 10.0.0.3/g1) and
+// crashes at that instant, before its pushes leave; it restarts as generation 2 2.6 s later.
+// The survivors fence the view whose member restarted (73c05bd) and all three commit a
+// second view with 10.0.0.3/g2: two different assignments for round 0. They differ only in
+// that generation (same ranks, same env files), and the only holder of the first is dead.
+// Also seen as `--scenario mix --nodes 10 --seed 905` and `--nodes 30 --seed 629`.
+TEST(Regression, FencedViewWasAlreadyCommittedByTheCrashedMember) {
+  const auto run = run_isolated("restart", 3, 7);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// --nnodes 10, slot 9 isolated longer than the suspicion timeout: both sides declare the
+// other dead and, after the heal, never speak again (nothing probes or gossips to dead
+// members, nobody re-joins through the seed): the round never completes.
+TEST(Regression, PartitionLongerThanSuspicionNeverHeals) {
+  const auto run = run_isolated("wrong-suspicion", 10, 24);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// MIN <= MAX/2, last call ends while the held view cannot advance: next_wakeup() kept
+// returning the past last_call_end_ and the node spun (fixed in b52c8f1).
+TEST(Regression, BusyLoopAfterLastCallEnds) {
+  const auto run = run_isolated("split", 10, 1);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// The 11th node for --nnodes 10 is in join backoff when the seed commits, is done() and
+// exits 2 ms later: the extra node is never told NotAdmitted (join_timeout instead).
+TEST(Regression, ExtraNodeStrandedWhenSeedExits) {
+  const auto run = run_isolated("over-max", 10, 20);
+  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+}
+
+// 20 nodes for --nnodes 10: a joined extra node never hears of the commit before every
+// committed node exits (it ends believing 16 members dead, holding its own view).
+TEST(Regression, JoinedExtraNodeNeverToldNotAdmitted) {
+  const auto run = run_isolated("over-max-2x", 10, 34);
+  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+}
+
+// --nnodes 20:21: slot 17 crashes after commit #4 and restarts (generation 2) 1.9 s later,
+// while committed nodes still serve their grace: it joins but learns no member and no
+// commit, so it is never told NotAdmitted.
+TEST(Regression, RestartedAfterCommitNeverToldNotAdmitted) {
+  const auto run = run_isolated("mix", 30, 234);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::sim
