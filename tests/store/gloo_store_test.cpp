@@ -1,0 +1,110 @@
+// gossip_rdzv::GlooStore (src/store/gloo_store.hpp) against real Nodes on loopback: gloo's
+// bytes round-trip through the store, keys get the prefix, wait() is released by a later set,
+// and failures become gloo::IoException carrying the store's message (key and home).
+#include "store/gloo_store.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gloo/common/error.h>
+#include <gtest/gtest.h>
+
+#include "gossip_rdzv/node.hpp"
+
+namespace gossip_rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+class GlooStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::uint16_t seed_port = free_port();
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      Config config;
+      config.run_id = "gloo-store";
+      config.seeds = {"127.0.0.1:" + std::to_string(seed_port)};
+      config.listen_host = "127.0.0.1";
+      config.listen_port = i == 0 ? seed_port : 0;
+      config.min_nodes = config.max_nodes = 2;
+      config.hostname = "g" + std::to_string(i);
+      config.join_timeout = 20s;
+      config.timing = Timing::local();
+      nodes.push_back(std::make_unique<Node>(config));
+      nodes.back()->start();
+    }
+    for (auto& node : nodes) node->wait();
+  }
+  void TearDown() override {
+    for (auto& node : nodes) node->stop();
+  }
+  GlooStore gloo_store(std::size_t node, std::string prefix = "p/",
+                       std::chrono::milliseconds timeout = 10s) {
+    return GlooStore(Store(*nodes.at(node), timeout), std::move(prefix));
+  }
+  std::vector<std::unique_ptr<Node>> nodes;
+};
+
+TEST_F(GlooStoreTest, BinaryValuesRoundTripUnderThePrefix) {
+  GlooStore writer = gloo_store(0);
+  const std::vector<char> bytes = {'\0', 'a', '\xff', '\0', 'z'};
+  writer.set("0", bytes);
+  GlooStore reader = gloo_store(1);
+  EXPECT_EQ(reader.get("0"), bytes);
+  // Stored under the prefix, not the bare key.
+  Store plain(*nodes[1], 10s);
+  EXPECT_TRUE(plain.check({"p/0"}));
+  EXPECT_FALSE(plain.check({"0"}));
+}
+
+TEST_F(GlooStoreTest, WaitIsReleasedByALaterSet) {
+  auto waiting = std::async(std::launch::async, [&] {
+    GlooStore store = gloo_store(1);
+    store.wait({"a", "b"}, std::chrono::milliseconds(20000));
+    return store.get("b");
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "wait returned before the set";
+  GlooStore writer = gloo_store(0);
+  writer.set("a", {'1'});
+  writer.set("b", {'2'});
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), std::vector<char>{'2'});
+}
+
+TEST_F(GlooStoreTest, TimeoutIsAGlooIoExceptionNamingTheKey) {
+  GlooStore store = gloo_store(0, "p/", 300ms);
+  try {
+    store.get("never");
+    FAIL() << "get did not time out";
+  } catch (const ::gloo::IoException& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("p/never"), std::string::npos) << what;
+    EXPECT_NE(what.find("node rank"), std::string::npos) << what;
+  }
+  EXPECT_THROW(store.wait({"never"}, std::chrono::milliseconds(300)), ::gloo::IoException);
+  EXPECT_THROW(store.wait({"never"}), ::gloo::IoException);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv
