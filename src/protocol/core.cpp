@@ -411,11 +411,26 @@ struct Core::Impl {
     }
     commit_reported = true;
     committed_at = now;
+    tell_outsiders(*view);
     auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
     if (auto* error = std::get_if<AssignmentError>(&result)) {
       events.push_back(Fatal{error->code, error->message});
     } else {
       events.push_back(Committed{std::get<Assignment>(std::move(result))});
+    }
+  }
+
+  // Members are told by gossip until they all know; a live node outside the view (an extra
+  // beyond MAX, a late joiner) is not a gossip target after the commit and would wait for
+  // its own join timeout once the members leave. Tell each one once, now.
+  void tell_outsiders(const ViewClaim& view) {
+    for (const auto& peer : table.live_peers()) {
+      // members are sorted by (endpoint, generation): find the endpoint by binary search.
+      auto it = std::lower_bound(view.members.begin(), view.members.end(), MemberKey{peer, 0});
+      if (it != view.members.end() && it->endpoint == peer) continue;
+      Gossip outcome;
+      outcome.views = views();
+      send(peer, std::move(outcome));
     }
   }
 

@@ -60,6 +60,7 @@ class MemberTable {
 
   /// Members other than us that are not dead.
   std::size_t live_peer_count() const { return live_peers_.size(); }
+  const std::vector<std::string>& live_peers() const { return live_peers_; }
   /// Up to `count` distinct live peers, uniformly, excluding `exclude`.
   std::vector<std::string> sample_peers(Prng& prng, std::size_t count,
                                         const std::string& exclude = {}) const;
