@@ -45,8 +45,10 @@ using protocol::Endpoint;
 
 // The documented default gossip port (config.hpp): a seed given without ":PORT" uses it.
 constexpr std::uint16_t kDefaultPort = 29400;
-// One TCP connection attempt per silent seed when explaining a timeout.
-constexpr milliseconds kSeedProbeTimeout{2000};
+// One TCP connection attempt per silent seed when explaining a timeout. On a LAN, an
+// address with no host behind it fails with EHOSTUNREACH only after ARP gives up (~3 s):
+// a shorter probe would report that "no route" as a firewall dropping packets.
+constexpr milliseconds kSeedProbeTimeout{4000};
 // How often query_members repeats its question: the first may wait for the connection.
 constexpr milliseconds kQueryResendInterval{500};
 // The core's seen-by bitsets hold at most this many members (codec limit).
@@ -644,6 +646,16 @@ void Node::start() {
         sizes_text(config.min_nodes, config.max_nodes));
   }
   auto resolved = resolve_seeds(config, *log);
+  // 0.0.0.0 (the default) takes IPv4 only: on an IPv6-only network the peers could not dial
+  // us. When every seed resolves only to IPv6 (resolve_seeds prefers IPv4), bind [::], which
+  // takes both families, so such a network works without --listen [::]:PORT.
+  if (config.listen_host == "0.0.0.0" && !resolved.empty() &&
+      std::all_of(resolved.begin(), resolved.end(),
+                  [](const SeedAddress& seed) { return is_ipv6(seed.ip); })) {
+    log->info("every seed resolves only to IPv6 ({}): listening on [::] instead of 0.0.0.0",
+              seed_list_text(resolved));
+    impl_->config.listen_host = "::";
+  }
   transport::TransportOptions options;
   options.max_message_bytes = static_cast<std::int64_t>(protocol::kMaxMessageBytes);
   // A seed that starts a little after its joiners is normal; ZeroMQ's first reconnect should

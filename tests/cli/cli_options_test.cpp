@@ -134,6 +134,19 @@ TEST(CliOptionsTest, WorkerCommandAfterDoubleDash) {
   EXPECT_TRUE(options.verbosity.quiet);
 }
 
+TEST(CliOptionsTest, ServeStore) {
+  EXPECT_FALSE(parse_ok(join_args({})).serve_store);
+  CliOptions options = parse_ok(join_args({"--serve-store", "--env-file", "/tmp/x.env"}));
+  EXPECT_TRUE(options.serve_store);
+  EXPECT_TRUE(options.worker_command.empty());
+  // With -- CMD the workers already get the store; the flag would be silently useless.
+  EXPECT_NE(parse_error(join_args({"--serve-store", "--", "true"})).find("--serve-store"),
+            std::string::npos);
+  // Only join has it.
+  EXPECT_NE(parse_error({"seed", "--listen", ":1", "--serve-store"}).find("--serve-store"),
+            std::string::npos);
+}
+
 TEST(CliOptionsTest, SeedCommand) {
   CliOptions options =
       parse_ok({"seed", "--listen", ":29400", "--run-id", "j", "--profile", "wan"});

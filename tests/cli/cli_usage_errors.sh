@@ -46,6 +46,7 @@ expect_usage "a command is required"
 expect_usage "unknown command 'launch'" launch
 expect_usage "unknown option '--bogus'" join --seed n:1 --nnodes 2 --bogus
 expect_usage "--seed is required" join --nnodes 2
+expect_usage "--serve-store is for running without" join --seed n:1 --nnodes 2 --serve-store -- true
 expect_usage "--nnodes is required" join --seed n:1
 expect_usage "--nnodes '0'" join --seed n:1 --nnodes 0
 expect_usage "--nnodes '5:3': MIN must not exceed MAX" join --seed n:1 --nnodes 5:3

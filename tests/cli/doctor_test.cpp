@@ -370,14 +370,27 @@ TEST(DoctorScriptedTest, TextEndsWithTheVerdict) {
   EXPECT_NE(text.find("GLOO_SOCKET_IFNAME=veth-w1"), std::string::npos) << text;
 }
 
-TEST(DoctorScriptedTest, IPv4OnlyListenWithAnIPv6SeedFails) {
+TEST(DoctorScriptedTest, DefaultListenWithOnlyIPv6SeedsBindsBothFamilies) {
+  // join binds [::] itself when every seed is IPv6-only and --listen is the default.
   ScriptedProbe probe;
   probe.routes["fd77::1"] = {"fd77::2", "eth0"};
   auto report = gossip_rdzv::cli::run_doctor(lan_options({"[fd77::1]:29400"}), probe);
+  EXPECT_EQ(report.exit_code(), 0) << dump(report);
+  EXPECT_EQ(dump(report).find("accepts IPv4 only"), std::string::npos) << dump(report);
+  EXPECT_NE(dump(report).find("[::]:29400"), std::string::npos) << dump(report);
+  EXPECT_EQ(report.advertise, "fd77::2");
+}
+
+TEST(DoctorScriptedTest, IPv4OnlyListenWithAnIPv6SeedFails) {
+  // With an IPv4 seed too, join keeps 0.0.0.0, yet dials (and advertises toward) the first.
+  ScriptedProbe probe;
+  probe.routes["fd77::1"] = {"fd77::2", "eth0"};
+  auto report = gossip_rdzv::cli::run_doctor(
+      lan_options({"[fd77::1]:29400", "10.77.0.1:29400"}), probe);
   EXPECT_EQ(report.exit_code(), static_cast<int>(ErrorCode::listen_failed)) << dump(report);
   EXPECT_NE(dump(report).find("accepts IPv4 only"), std::string::npos) << dump(report);
   EXPECT_NE(dump(report).find("--listen [::]:29400"), std::string::npos) << dump(report);
-  DoctorOptions options = lan_options({"[fd77::1]:29400"});
+  DoctorOptions options = lan_options({"[fd77::1]:29400", "10.77.0.1:29400"});
   options.listen_host = "::";
   report = gossip_rdzv::cli::run_doctor(options, probe);
   EXPECT_EQ(report.exit_code(), 0) << dump(report);

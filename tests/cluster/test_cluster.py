@@ -7,15 +7,17 @@ Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv /usr/bin/python3 -m uni
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
-from cluster import Cluster, check_consistent, free_ports, parse_env_file, wait_until
+from cluster import REPO, Cluster, check_consistent, free_ports, parse_env_file, wait_until
 
 # Seconds a healthy rendezvous of up to 8 local nodes may take, generously (2 shared cores,
 # other tests running in parallel).
@@ -394,6 +396,51 @@ class OutputTest(ClusterTest):
             node.set_arg("--listen", f":{node.port}")
             self.cluster.start_node(node)
         self.converge(nodes)
+
+
+    def test_serve_store_until_sigterm(self):
+        """join --serve-store (no -- CMD): after writing the env files the agents stay up,
+        the files name each one's own store endpoint, a key set through one agent is read
+        through the other, and SIGTERM ends both with 0."""
+        ports = free_ports(2)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        nodes = [self.cluster.add_node(seed, "2", port=p, nproc=n, extra=["--serve-store"],
+                                       start=False) for p, n in zip(ports, (1, 2))]
+        for node in nodes:
+            self.cluster.start_node(node)
+        wait_until(lambda: all(n.files_written() or n.proc.poll() is not None for n in nodes),
+                   CONVERGE_TIMEOUT, what="env files of both nodes")
+        self.assertEqual([n.proc.poll() for n in nodes], [None, None], self.cluster.logs(nodes))
+        for node in nodes:
+            for local_rank in range(node.nproc):
+                self.assertEqual(node.env(local_rank).get("GOSSIP_RDZV_STORE"), node.endpoint,
+                                 f"node{node.index} rank{local_rank}.env")
+            # The env output on stdout carries it too.
+            self.assertIn(f"GOSSIP_RDZV_STORE={node.endpoint}", node.proc.stdout)
+        time.sleep(0.5)
+        self.assertEqual([n.proc.poll() for n in nodes], [None, None], self.cluster.logs(nodes))
+
+        source = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))
+        env = dict(os.environ, PYTHONPATH=str(source / "python"))
+        build = os.environ.get("GOSSIP_RDZV_BUILD_DIR")
+        if build:
+            env["GOSSIP_RDZV_LIBRARY"] = str(Path(build) / "src" / "runtime" / "libgossip_rdzv.so")
+        script = (
+            "import sys, gossip_rdzv\n"
+            "first = gossip_rdzv.Store(agent=sys.argv[1], run_id='cluster-test', timeout=20)\n"
+            "second = gossip_rdzv.Store(agent=sys.argv[2], run_id='cluster-test', timeout=20)\n"
+            "first.set('serve-store/key', b'through node 1')\n"
+            "print(second.get('serve-store/key').decode())\n")
+        result = subprocess.run(["/usr/bin/python3", "-c", script, nodes[0].endpoint,
+                                 nodes[1].endpoint], env=env, stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr + self.cluster.logs(nodes))
+        self.assertEqual(result.stdout.strip(), "through node 1")
+
+        for node in nodes:
+            self.cluster.kill(node.proc, signal.SIGTERM)
+        self.assertEqual(self.cluster.wait_nodes(nodes, timeout=30), [0, 0],
+                         self.cluster.logs(nodes))
 
 
 class WorkerTest(ClusterTest):

@@ -2,6 +2,9 @@
 // process, and the errors a user meets (other run id, silent seed, join timeout).
 #include "gossip_rdzv/node.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -202,6 +205,50 @@ TEST(NodeRendezvous, FourNodesConvergeToIdenticalAssignments) {
   EXPECT_EQ(my_ranks.size(), 4u);
   for (auto& node : nodes) node->finish();
   for (auto& node : nodes) EXPECT_TRUE(node->try_assignment().has_value());
+}
+
+// A free port on ::1, or 0 when this machine has no IPv6 loopback.
+std::uint16_t free_ipv6_loopback_port() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_loopback;
+  socklen_t length = sizeof address;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin6_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+TEST(NodeRendezvous, DefaultListenHostBindsIPv6WhenEverySeedIsIPv6) {
+  const std::uint16_t port = free_ipv6_loopback_port();
+  if (port == 0) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine";
+  // listen_host stays the default 0.0.0.0: the nodes must still reach each other on ::1.
+  Config first = local_config(2, "[::1]:" + std::to_string(port));
+  first.listen_host = Config{}.listen_host;
+  first.listen_port = port;
+  first.hostname = "v6-0";
+  Config second = first;
+  second.listen_port = 0;
+  second.hostname = "v6-1";
+  std::vector<std::unique_ptr<Node>> nodes;
+  nodes.push_back(std::make_unique<Node>(first));
+  nodes.push_back(std::make_unique<Node>(second));
+  for (auto& node : nodes) node->start();
+  std::vector<std::future<Assignment>> waits;
+  for (auto& node : nodes) {
+    waits.push_back(std::async(std::launch::async, [&node] { return node->wait(); }));
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Assignment assignment = waits[i].get();
+    EXPECT_EQ(assignment.nnodes(), 2u);
+    EXPECT_EQ(nodes[i]->endpoint().rfind("[::1]:", 0), 0u) << nodes[i]->endpoint();
+  }
+  for (auto& node : nodes) node->finish();
 }
 
 TEST(NodeRendezvous, ProgressListsTheMembersAfterCommit) {

@@ -29,7 +29,7 @@ const std::map<std::string, std::string>& synopses() {
        "                 [--join-timeout DUR] [--last-call DUR] [--env-file PATH]\n"
        "                 [--membership-file PATH] [--format env|export|json]\n"
        "                 [--profile lan|local|wan] [-q|--quiet] [-v|--verbose]\n"
-       "                 [-- CMD ARGS...]\n"},
+       "                 [--serve-store | -- CMD ARGS...]\n"},
       {"seed",
        "gossip-rdzv seed --listen [HOST]:PORT [--run-id ID] [--profile lan|local|wan]\n"
        "                 [-q|--quiet] [-v|--verbose]\n"},
@@ -258,6 +258,7 @@ struct RawOptions {
                                          join_timeout = "600s", last_call = "30s", env_file,
                                          membership_file, format, profile = "lan", timeout = "5s";
   bool env_file_given = false, membership_file_given = false;
+  bool serve_store = false;
   bool quiet = false;
   int verbose = 0;
 };
@@ -331,6 +332,10 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                  "KEY=VALUE) or json (default: env); --env-file is written\n"
                  "in export form with export, else in env form")
       ->type_name("FORMAT");
+  app.add_flag("--serve-store", raw.serve_store,
+               "Not with -- CMD. After the outputs, keep serving the store\n"
+               "until SIGINT/SIGTERM; the variables printed and written\n"
+               "get GOSSIP_RDZV_STORE (this node's endpoint)");
   add_common(app, raw);
   add_verbosity(app, raw);
 }
@@ -398,7 +403,8 @@ const char* kJoinDetails =
     "and keeps answering peers until they know the outcome. With -- CMD ARGS\n"
     "it starts --nproc-per-node copies of CMD with those variables set\n"
     "instead of printing them, and exits with the first failing worker's\n"
-    "status.\n";
+    "status. With --serve-store it stays up after the outputs, serving the\n"
+    "store to processes started from --env-file, until SIGINT or SIGTERM.\n";
 
 struct Parser {
   CLI::App app{"Peer-to-peer rendezvous for PyTorch/gloo process groups: no single master.",
@@ -473,6 +479,7 @@ CliOptions build_join(const RawOptions& raw) {
   if (raw.membership_file_given) check_path("--membership-file", raw.membership_file);
   options.env_file = raw.env_file;
   options.membership_file = raw.membership_file;
+  options.serve_store = raw.serve_store;
   return options;
 }
 
@@ -596,6 +603,11 @@ ParseResult parse_split(const std::vector<std::string>& ours,
   }
   if (has_separator && worker.empty()) {
     return error_result(name, "'--' must be followed by a command to run (CMD ARGS...)");
+  }
+  if (has_separator && command == parser.join && command->count("--serve-store") > 0) {
+    return error_result(name,
+                        "--serve-store is for running without '-- CMD': the workers of "
+                        "'-- CMD' already get GOSSIP_RDZV_STORE while join serves the store");
   }
   try {
     CliOptions options = build(parser, *command);

@@ -33,6 +33,9 @@ struct CliOptions {
   std::string env_file;                     ///< --env-file, may contain {local_rank}; empty: none
   std::string membership_file;              ///< --membership-file; empty: none
   std::vector<std::string> worker_command;  ///< join: everything after "--"; empty: none
+  /// join --serve-store (never with a worker command): after the outputs, keep serving the
+  /// store until SIGINT/SIGTERM; the env output and files then carry GOSSIP_RDZV_STORE.
+  bool serve_store = false;
   std::string profile = "lan";              ///< --profile, already applied to config.timing
   Verbosity verbosity;
   /// members: the node to ask, and how long to wait for it (doctor: per probe).

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <exception>
 #include <iostream>
+#include <string_view>
 #include <thread>
 
 #include "doctor.hpp"
@@ -14,6 +15,7 @@
 #include "gossip_rdzv/node.hpp"
 #include "launcher.hpp"
 #include "members_format.hpp"
+#include "output/atomic_file.hpp"
 #include "output/interface.hpp"
 #include "output/membership_json.hpp"
 #include "progress.hpp"
@@ -88,6 +90,46 @@ std::optional<std::string> socket_ifname(const Assignment& assignment) {
   return output::interface_for_address(assignment.me().host);
 }
 
+// --serve-store: processes started from the env output reach the store through this agent,
+// as the workers of `-- CMD` do (worker_specs).
+EnvVars with_store(EnvVars env, const Assignment& assignment, const CliOptions& options) {
+  if (options.serve_store) env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+  return env;
+}
+
+constexpr std::string_view kLocalRankPlaceholder = "{local_rank}";
+
+// write_env_files (include/gossip_rdzv/env.hpp) with the variables of with_store().
+void write_cli_env_files(const Assignment& assignment, const CliOptions& options,
+                         const std::optional<std::string>& ifname) {
+  const std::string& path_template = options.env_file;
+  auto format = options.format == OutputFormat::export_ ? EnvFormat::export_ : EnvFormat::env;
+  if (!options.serve_store) {
+    write_env_files(path_template, assignment, format, ifname);
+    return;
+  }
+  if (path_template.find(kLocalRankPlaceholder) == std::string::npos) {
+    output::write_file_atomically(
+        path_template,
+        format_env(with_store(node_env(assignment, ifname), assignment, options), format),
+        "env file", "--env-file");
+    return;
+  }
+  for (std::uint32_t local_rank = 0; local_rank < assignment.me().nproc; ++local_rank) {
+    std::string path = path_template;
+    const std::string rank_text = std::to_string(local_rank);
+    for (auto pos = path.find(kLocalRankPlaceholder); pos != std::string::npos;
+         pos = path.find(kLocalRankPlaceholder, pos + rank_text.size())) {
+      path.replace(pos, kLocalRankPlaceholder.size(), rank_text);
+    }
+    output::write_file_atomically(
+        path,
+        format_env(with_store(torch_env(assignment, local_rank, ifname), assignment, options),
+                   format),
+        "env file", "--env-file");
+  }
+}
+
 void print_assignment(const Assignment& assignment, const CliOptions& options) {
   if (!options.verbosity.quiet) std::cerr << assignment_table(assignment) << std::flush;
   // The workers' own output goes to stdout; variables printed there would be mixed in.
@@ -98,18 +140,19 @@ void print_assignment(const Assignment& assignment, const CliOptions& options) {
       std::cout << membership_json(assignment);
       break;
     case OutputFormat::export_:
-      std::cout << format_env(node_env(assignment, ifname), EnvFormat::export_);
+      std::cout << format_env(with_store(node_env(assignment, ifname), assignment, options),
+                              EnvFormat::export_);
       break;
     default:
-      std::cout << format_env(node_env(assignment, ifname), EnvFormat::env);
+      std::cout << format_env(with_store(node_env(assignment, ifname), assignment, options),
+                              EnvFormat::env);
   }
   std::cout << std::flush;
 }
 
 void write_files(const Assignment& assignment, const CliOptions& options) {
   if (!options.env_file.empty()) {
-    auto format = options.format == OutputFormat::export_ ? EnvFormat::export_ : EnvFormat::env;
-    write_env_files(options.env_file, assignment, format, socket_ifname(assignment));
+    write_cli_env_files(assignment, options, socket_ifname(assignment));
   }
   if (!options.membership_file.empty()) {
     write_membership_file(options.membership_file, assignment);
@@ -146,6 +189,24 @@ int run_workers(const Assignment& assignment, const CliOptions& options) {
   return status;
 }
 
+// --serve-store: the outputs are written; the store stays up (the node's thread serves it)
+// until we are told to stop.
+void serve_store_until_interrupted(const Assignment& assignment, const CliOptions& options) {
+  if (!options.verbosity.quiet) {
+    std::fprintf(stderr,
+                 "gossip-rdzv: serving the store on %s (GOSSIP_RDZV_STORE) until SIGINT or "
+                 "SIGTERM\n",
+                 assignment.me().endpoint.c_str());
+  }
+  int signal = 0;
+  while (signal == 0 || signal == kWakeSignal) {
+    signal = wait_for_interrupt(std::chrono::seconds(3600));
+  }
+  if (!options.verbosity.quiet) {
+    std::fprintf(stderr, "gossip-rdzv: stopped serving the store (%s)\n", strsignal(signal));
+  }
+}
+
 // Outputs and workers run while the node keeps serving peers in its thread; whatever
 // happens to them, finish() lets the other members learn the outcome before we leave.
 int after_commit(Node& node, const Assignment& assignment, const CliOptions& options) {
@@ -153,7 +214,11 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
   try {
     print_assignment(assignment, options);
     write_files(assignment, options);
-    if (!options.worker_command.empty()) status = run_workers(assignment, options);
+    if (!options.worker_command.empty()) {
+      status = run_workers(assignment, options);
+    } else if (options.serve_store) {
+      serve_store_until_interrupted(assignment, options);
+    }
   } catch (...) {
     node.finish();
     throw;

@@ -342,7 +342,8 @@ DoctorItem port_item(const std::string& check, const std::string& subject, std::
 }
 
 // join binds --listen as given: 0.0.0.0 (the default) takes IPv4 only, yet the node
-// advertises the address that routes to the seed, an IPv6 one when the seed is IPv6.
+// advertises the address that routes to the seed, an IPv6 one when the seed is IPv6. (When
+// every seed is IPv6-only join binds [::] instead: run_doctor checks that listen host.)
 std::optional<DoctorItem> check_listen_family(const DoctorOptions& options, const SeedCheck* seed) {
   if (seed == nullptr || !is_ipv6(seed->dial_ip) || is_ipv6(options.listen_host)) {
     return std::nullopt;
@@ -641,10 +642,18 @@ DoctorReport run_doctor(const DoctorOptions& options, DoctorProbe& probe) {
     report.items.insert(report.items.end(), seed.items.begin(), seed.items.end());
   }
   const SeedCheck* routed = first_resolved(seeds);
-  report.items.push_back(check_listen(options, probe));
-  if (auto family = check_listen_family(options, routed)) report.items.push_back(*family);
-  if (options.master_port != 0) report.items.push_back(check_master_port(options, probe));
-  if (routed != nullptr) report.items.push_back(check_route(*routed, options, probe, report));
+  // As Node::start(): with the default listen host and every resolved seed IPv6-only, join
+  // binds [::] (IPv6 and IPv4) instead of 0.0.0.0.
+  DoctorOptions effective = options;
+  const bool every_seed_ipv6 =
+      routed != nullptr && std::all_of(seeds.begin(), seeds.end(), [](const SeedCheck& seed) {
+        return seed.dial_ip.empty() || is_ipv6(seed.dial_ip);
+      });
+  if (options.listen_host == "0.0.0.0" && every_seed_ipv6) effective.listen_host = "::";
+  report.items.push_back(check_listen(effective, probe));
+  if (auto family = check_listen_family(effective, routed)) report.items.push_back(*family);
+  if (options.master_port != 0) report.items.push_back(check_master_port(effective, probe));
+  if (routed != nullptr) report.items.push_back(check_route(*routed, effective, probe, report));
   report.items.push_back(check_hostname(routed, report, probe));
   return report;
 }
