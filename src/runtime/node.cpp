@@ -2,7 +2,6 @@
 // core's config and turns the runtime's outcome into an Assignment or an Error that names
 // the cause and the fix.
 #include "gossip_rdzv/node.hpp"
-#include "transport/file_descriptor.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -27,7 +26,9 @@
 #include "runtime/runtime.hpp"
 #include "store/store_codec.hpp"
 #include "store/store_service.hpp"
+#include "transport/file_descriptor.hpp"
 #include "transport/port_holder.hpp"
+#include "transport/socket_address.hpp"
 #include "transport/tcp_probe.hpp"
 #include "transport/zmq_transport.hpp"
 
@@ -57,10 +58,13 @@ constexpr std::uint32_t kMaxNodes = static_cast<std::uint32_t>(protocol::kMaxLis
 // ---- small socket helpers ------------------------------------------------------------------
 
 using transport::FileDescriptor;
-
-bool is_ipv6(const std::string& host) {
-  return host.find(':') != std::string::npos;
-}
+using transport::is_ipv6;
+using transport::is_local_ip;
+using transport::is_loopback;
+using transport::numeric_address;
+using transport::numeric_host;
+using transport::route_source;
+using transport::SocketAddress;
 
 bool is_wildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
@@ -68,65 +72,6 @@ bool is_wildcard(const std::string& host) {
 
 std::string endpoint_text(const std::string& host, std::uint16_t port) {
   return protocol::to_string(Endpoint{host, port, is_ipv6(host)});
-}
-
-std::string numeric_host(const sockaddr* address, socklen_t length) {
-  char text[NI_MAXHOST];
-  if (::getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) {
-    return "";
-  }
-  return text;
-}
-
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  int family() const { return storage.ss_family; }
-  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
-};
-
-std::optional<SocketAddress> numeric_address(const std::string& ip, std::uint16_t port) {
-  addrinfo hints{};
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* list = nullptr;
-  if (::getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &list) != 0) {
-    return std::nullopt;
-  }
-  SocketAddress out;
-  std::memcpy(&out.storage, list->ai_addr, list->ai_addrlen);
-  out.length = list->ai_addrlen;
-  ::freeaddrinfo(list);
-  return out;
-}
-
-/// The local address the kernel would use to reach `ip`: a UDP connect sends nothing but
-/// picks the route and source address.
-std::optional<std::string> route_source(const std::string& ip) {
-  const auto target = numeric_address(ip, 9);  // 9: discard; any port would do
-  if (!target) return std::nullopt;
-  FileDescriptor fd(::socket(target->family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0 || ::connect(fd.get(), target->get(), target->length) != 0) return std::nullopt;
-  SocketAddress local;
-  local.length = sizeof local.storage;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local.storage), &local.length) != 0) {
-    return std::nullopt;
-  }
-  const std::string text = numeric_host(local.get(), local.length);
-  return text.empty() ? std::nullopt : std::optional(text);
-}
-
-/// Whether `ip` is an address of this machine: only those can be bound. Unlike the
-/// interface table this also knows 127.0.1.1 (Debian's /etc/hosts entry for the host name).
-bool is_local_ip(const std::string& ip) {
-  const auto address = numeric_address(ip, 0);
-  if (!address) return false;
-  FileDescriptor fd(::socket(address->family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  return fd.get() >= 0 && ::bind(fd.get(), address->get(), address->length) == 0;
-}
-
-bool is_loopback(const std::string& ip) {
-  return ip.rfind("127.", 0) == 0 || ip == "::1";
 }
 
 /// Binds TCP `ip`:`port` (port 0: the OS picks) and returns the port, or the errno.

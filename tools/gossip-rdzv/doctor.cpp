@@ -17,6 +17,8 @@
 #include "output/interface.hpp"
 #include "output/membership_json.hpp"
 #include "protocol/endpoint.hpp"
+#include "transport/file_descriptor.hpp"
+#include "transport/socket_address.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -26,56 +28,12 @@ using std::chrono::milliseconds;
 // join's default seed port (config.hpp), for seeds given without ":PORT".
 constexpr std::uint16_t kDefaultPort = 29400;
 
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  int family() const { return storage.ss_family; }
-  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
-};
-
-std::optional<SocketAddress> numeric_address(const std::string& ip, std::uint16_t port) {
-  addrinfo hints{};
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* list = nullptr;
-  if (::getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &list) != 0) {
-    return std::nullopt;
-  }
-  SocketAddress out;
-  std::memcpy(&out.storage, list->ai_addr, list->ai_addrlen);
-  out.length = list->ai_addrlen;
-  ::freeaddrinfo(list);
-  return out;
-}
-
-std::string numeric_host(const sockaddr* address, socklen_t length) {
-  char text[NI_MAXHOST];
-  if (::getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) {
-    return "";
-  }
-  return text;
-}
-
-bool is_ipv6(const std::string& host) {
-  return host.find(':') != std::string::npos;
-}
-
-bool is_loopback(const std::string& ip) {
-  return ip.rfind("127.", 0) == 0 || ip == "::1";
-}
+using transport::FileDescriptor;
+using transport::is_ipv6;
+using transport::is_loopback;
+using transport::numeric_address;
+using transport::numeric_host;
+using transport::SocketAddress;
 
 bool is_numeric(const std::string& host) {
   return numeric_address(host, 0).has_value();
