@@ -37,6 +37,9 @@ struct Timing {
                                            ///< (memberlist's GossipToTheDeadTime), so a wrongly
                                            ///< buried member hears it and refutes
   milliseconds commit_grace{5000};         ///< after committing, serve peers at most this long
+  milliseconds outcome_linger{1000};  ///< after everyone committed, keep answering this long so
+                                      ///< that a node started a moment too late is told it was
+                                      ///< not admitted instead of finding nobody there
 
   static Timing lan();
   static Timing local();  ///< one machine, loopback: 10x faster periods

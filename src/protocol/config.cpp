@@ -24,6 +24,7 @@ Timing Timing::local() {
   timing.join_backoff_initial = milliseconds(20);
   timing.join_backoff_max = milliseconds(1000);
   timing.commit_grace = milliseconds(2000);
+  timing.outcome_linger = milliseconds(300);
   return timing;
 }
 
@@ -43,6 +44,7 @@ Timing Timing::wan() {
   timing.join_backoff_initial = milliseconds(500);
   timing.join_backoff_max = milliseconds(30000);
   timing.commit_grace = milliseconds(15000);
+  timing.outcome_linger = milliseconds(3000);
   return timing;
 }
 

@@ -387,13 +387,17 @@ struct Core::Impl {
     if (agreement.step(now, table)) dirty = true;
     if (agreement.committed() && !commit_reported) report_commit(now);
     if (agreement.not_admitted() && !not_admitted_reported) report_not_admitted();
-    if (agreement.committed() && !done &&
-        (agreement.everyone_committed() ||
+    if (agreement.everyone_committed() && !pushed_full_commit) {
+      // Our caller may stop once we are done: hand the complete commit set to a few members
+      // now, or one that still lacks a bit only we had would wait out its grace.
+      pushed_full_commit = true;
+      push_gossip(config.timing.gossip_fanout);
+    }
+    if (agreement.committed() && !done && commit_reported &&
+        ((agreement.everyone_committed() &&
+          now >= committed_at + as_time(config.timing.outcome_linger)) ||
          now >= committed_at + as_time(config.timing.commit_grace))) {
       done = true;
-      // Our caller may stop as soon as we are done: hand the complete commit set to a few
-      // members first, or one that still lacks a bit only we had would wait out its grace.
-      if (agreement.everyone_committed()) push_gossip(config.timing.gossip_fanout);
     }
   }
 
@@ -411,6 +415,10 @@ struct Core::Impl {
     }
     commit_reported = true;
     committed_at = now;
+    // Our ready and commit bits go out now, not on the next push: a caller that stops on this
+    // outcome (a rank conflict is fatal) must not take the last bits its peers need with it.
+    push_gossip(config.timing.gossip_fanout);
+    last_push_at = now;
     tell_outsiders(*view);
     auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
     if (auto* error = std::get_if<AssignmentError>(&result)) {
@@ -463,6 +471,7 @@ struct Core::Impl {
   bool not_admitted_reported = false;
   bool sizes_fatal = false;
   bool asked_for_announcements = false;
+  bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
   Time join_backoff{0};
   Time next_join_at{0};
@@ -585,8 +594,12 @@ Time Core::next_wakeup() const {
     consider(s.probe->sent_at + as_time(s.config.timing.probe_timeout));
   if (auto deadline = s.table.earliest_suspect_deadline()) consider(*deadline);
   if (auto deadline = s.agreement.next_deadline()) consider(*deadline);
-  if (s.agreement.committed() && !s.done)
+  if (s.agreement.committed() && !s.done) {
     consider(s.committed_at + as_time(s.config.timing.commit_grace));
+    if (s.agreement.everyone_committed()) {
+      consider(s.committed_at + as_time(s.config.timing.outcome_linger));
+    }
+  }
   return next;
 }
 
