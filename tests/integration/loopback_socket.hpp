@@ -42,4 +42,9 @@ class LoopbackSocket {
   std::uint16_t port_ = 0;
 };
 
+/// A port nobody listens on right now (the OS picked it and we released it).
+inline std::uint16_t free_loopback_port() {
+  return LoopbackSocket(LoopbackSocket::Mode::bound_only).port();
+}
+
 }  // namespace gossip_rdzv::testing

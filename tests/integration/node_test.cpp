@@ -29,9 +29,8 @@ using namespace std::chrono_literals;
 using gossip_rdzv::testing::LoopbackSocket;
 using Clock = std::chrono::steady_clock;
 
-// A port nobody listens on right now (the OS picked it and we released it).
 std::uint16_t free_port() {
-  return LoopbackSocket(LoopbackSocket::Mode::bound_only).port();
+  return gossip_rdzv::testing::free_loopback_port();
 }
 
 std::string loopback(std::uint16_t port) {

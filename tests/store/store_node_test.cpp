@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../integration/loopback_socket.hpp"
 #include "gossip_rdzv/node.hpp"
 
 namespace gossip_rdzv {
@@ -25,15 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
+  return gossip_rdzv::testing::free_loopback_port();
 }
 
 std::string text(const Store::Bytes& bytes) {
