@@ -124,6 +124,12 @@ def table(rows):
     return "\n".join(lines)
 
 
+def series(grouped, loss, key):
+    """(N, mean of `key` over the seeds) for one loss rate, in N order."""
+    return [(n, statistics.mean(r[key] for r in runs))
+            for (n, l), runs in grouped.items() if l == loss]
+
+
 def plot(rows, path, entry_bytes):
     try:
         import matplotlib
@@ -141,9 +147,7 @@ def plot(rows, path, entry_bytes):
 
     ax = axes[0]
     for loss in losses:
-        pts = [(n, statistics.mean(r["periods"] for r in runs))
-               for (n, l), runs in grouped.items() if l == loss]
-        ax.plot(*zip(*pts), marker="o", label=f"gossip-rdzv, {loss:.0%} loss")
+        ax.plot(*zip(*series(grouped, loss, "periods")), marker="o", label=f"gossip-rdzv, {loss:.0%} loss")
     ax.plot(all_n, [math.log2(n) for n in all_n], "k:", label="epidemic bound log2 N")
     ax.plot(all_n, [math.ceil(math.log2(n)) + 10 for n in all_n], "r--",
             label="target ⌈log2 N⌉ + 10")
@@ -153,12 +157,8 @@ def plot(rows, path, entry_bytes):
 
     ax = axes[1]
     for loss in losses:
-        pts = [(n, statistics.mean(r["msgs_max"] for r in runs))
-               for (n, l), runs in grouped.items() if l == loss]
-        ax.plot(*zip(*pts), marker="o", label=f"busiest node, {loss:.0%} loss")
-    pts = [(n, statistics.mean(r["msgs_mean"] for r in runs))
-           for (n, l), runs in grouped.items() if l == losses[0]]
-    ax.plot(*zip(*pts), marker="x", linestyle="-.", label=f"mean node, {losses[0]:.0%} loss")
+        ax.plot(*zip(*series(grouped, loss, "msgs_max")), marker="o", label=f"busiest node, {loss:.0%} loss")
+    ax.plot(*zip(*series(grouped, losses[0], "msgs_mean")), marker="x", linestyle="-.", label=f"mean node, {losses[0]:.0%} loss")
     ax.plot(all_n, [2 * n for n in all_n], "k--", label="single master (2 N, lower bound)")
     ax.set(xscale="log", yscale="log", xlabel="nodes N", ylabel="messages sent + received",
            title="Messages per node")
@@ -166,9 +166,7 @@ def plot(rows, path, entry_bytes):
 
     ax = axes[2]
     for loss in losses:
-        pts = [(n, statistics.mean(r["bytes_max"] for r in runs))
-               for (n, l), runs in grouped.items() if l == loss]
-        ax.plot(*zip(*pts), marker="o", label=f"busiest node, {loss:.0%} loss")
+        ax.plot(*zip(*series(grouped, loss, "bytes_max")), marker="o", label=f"busiest node, {loss:.0%} loss")
     ax.plot(all_n, [n * n * entry_bytes for n in all_n], "k--",
             label=f"single master (N² × {entry_bytes} B, lower bound)")
     ax.set(xscale="log", yscale="log", xlabel="nodes N", ylabel="bytes sent + received",
