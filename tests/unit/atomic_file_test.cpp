@@ -12,18 +12,14 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
+#include "temp_dir.hpp"
 
 namespace gossip_rdzv::output {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing_support::read_file;
 
 class AtomicFile : public ::testing::Test {
  protected:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gossip_rdzv/error.hpp"
+#include "temp_dir.hpp"
 
 namespace gossip_rdzv {
 namespace {
@@ -48,28 +49,8 @@ Assignment single_proc() {
   return a;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("env_test." + std::to_string(getpid()) + "." +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing_support::read_file;
+using testing_support::TempDir;
 
 TEST(Env, TorchEnvIsExactlyTheTorchrunSet) {
   const EnvVars expected{

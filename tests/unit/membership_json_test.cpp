@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
+#include "temp_dir.hpp"
 
 namespace gossip_rdzv {
 namespace {
@@ -296,29 +297,13 @@ TEST(AssignmentTable, ControlCharactersAreNeutralised) {
   EXPECT_NE(table.find("bad?[2Jname"), std::string::npos) << table;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("membership_json_test." + std::to_string(getpid()) + "." +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing_support::TempDir;
 
 TEST(MembershipFile, WritesTheJsonCreatingDirectories) {
   TempDir dir;
   const fs::path path = dir.path() / "a" / "b" / "members.json";
   write_membership_file(path.string(), sample());
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_EQ(text.str(), membership_json(sample()));
+  EXPECT_EQ(testing_support::read_file(path), membership_json(sample()));
   EXPECT_EQ(std::distance(fs::directory_iterator(path.parent_path()), fs::directory_iterator{}), 1);
 }
 
