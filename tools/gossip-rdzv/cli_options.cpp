@@ -552,7 +552,10 @@ std::string describe_parse_error(const CLI::ParseError& error) {
   std::string text = error.what();
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
     auto colon = text.find(':');
-    return (colon == std::string::npos ? text : text.substr(0, colon)) + " needs a value";
+    const std::string name = colon == std::string::npos ? text : text.substr(0, colon);
+    // "NAME: At Most 1 required but received 2": the option was repeated.
+    if (text.find("At Most") != std::string::npos) return name + " was given more than once";
+    return name + " needs a value";
   }
   return text;
 }
