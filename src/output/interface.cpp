@@ -69,4 +69,28 @@ bool is_local_address(const std::string& ip) {
   return interface_for_address(ip).has_value();
 }
 
+std::optional<std::string> address_of_interface(const std::string& name, bool ipv6) {
+  ifaddrs* list = nullptr;
+  if (name.empty() || getifaddrs(&list) != 0) return std::nullopt;
+  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
+  std::optional<std::string> v4;
+  std::optional<std::string> v6;
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    const sockaddr* sa = entry->ifa_addr;
+    if (sa == nullptr || name != entry->ifa_name) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (sa->sa_family == AF_INET && !v4) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(sa);
+      if (inet_ntop(AF_INET, &a->sin_addr, text, sizeof text) != nullptr) v4 = text;
+    } else if (sa->sa_family == AF_INET6 && !v6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
+      // Link-local addresses need a zone that peers cannot use.
+      if (IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr)) continue;
+      if (inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text) != nullptr) v6 = text;
+    }
+  }
+  if (ipv6 && v6) return v6;
+  return v4 ? v4 : v6;
+}
+
 }  // namespace gossip_rdzv::output

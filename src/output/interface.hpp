@@ -17,4 +17,10 @@ std::optional<std::string> interface_for_address(const std::string& ip);
 /// interface_for_address(ip).has_value().
 bool is_local_address(const std::string& ip);
 
+/// The address of the local interface named `name` ("eth0"), for a listen address given as
+/// an interface name (ZeroMQ binds to those): its first IPv4 address, or with `ipv6` (or when
+/// it has no IPv4 address) its first global-scope IPv6 address. nullopt when there is no
+/// such interface or it has no usable address.
+std::optional<std::string> address_of_interface(const std::string& name, bool ipv6 = false);
+
 }  // namespace gossip_rdzv::output

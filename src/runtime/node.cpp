@@ -20,6 +20,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "output/interface.hpp"
 #include "protocol/codec.hpp"
 #include "protocol/core.hpp"
 #include "protocol/endpoint.hpp"
@@ -245,7 +246,11 @@ std::vector<SeedAddress> resolve_seeds(const Config& config, spdlog::logger& log
 std::string choose_advertise_host(const Config& config, const std::vector<SeedAddress>& seeds,
                                   spdlog::logger& log) {
   if (!config.advertise_host.empty()) return config.advertise_host;
-  if (!is_wildcard(config.listen_host)) return config.listen_host;
+  if (!is_wildcard(config.listen_host)) {
+    // ZeroMQ also binds to an interface name ("eth0"); peers need its address instead.
+    if (auto address = output::address_of_interface(config.listen_host, false)) return *address;
+    return config.listen_host;
+  }
   const char* fallback_target = is_ipv6(config.listen_host) ? "2001:db8::1" : "192.0.2.1";
   std::optional<std::string> chosen;
   if (!seeds.empty()) chosen = route_source(seeds.front().ip);

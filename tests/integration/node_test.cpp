@@ -170,6 +170,21 @@ TEST(NodeRendezvous, SingleNodeSeedOfItselfCommitsAlone) {
   node->finish();
 }
 
+// ZeroMQ binds to an interface name; peers must be told its address, never the name.
+TEST(NodeRendezvous, ListenOnInterfaceNameAdvertisesItsAddress) {
+  const std::uint16_t port = free_port();
+  Config config = local_config(1, loopback(port));
+  config.listen_host = "lo";
+  config.listen_port = port;
+  Node node(config);
+  node.start();
+  EXPECT_EQ(node.endpoint(), loopback(port));
+  const Assignment assignment = node.wait();
+  EXPECT_EQ(assignment.master_addr, "127.0.0.1");
+  EXPECT_EQ(assignment.me().host, "127.0.0.1");
+  node.finish();
+}
+
 TEST(NodeRendezvous, FourNodesConvergeToIdenticalAssignments) {
   std::vector<std::unique_ptr<Node>> nodes;
   nodes.push_back(start_seed_node(4, "node0"));

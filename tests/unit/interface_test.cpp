@@ -33,6 +33,32 @@ TEST(Interface, Ipv6LoopbackWhenConfigured) {
   EXPECT_EQ(output::interface_for_address("[::1]"), v6);
 }
 
+TEST(Interface, AddressOfInterfaceName) {
+  EXPECT_EQ(output::address_of_interface("lo"), std::optional<std::string>("127.0.0.1"));
+  EXPECT_FALSE(output::address_of_interface("no-such-if0").has_value());
+  EXPECT_FALSE(output::address_of_interface("").has_value());
+  EXPECT_FALSE(output::address_of_interface("127.0.0.1").has_value());  // an address, not a name
+  if (output::interface_for_address("::1")) {
+    EXPECT_EQ(output::address_of_interface("lo", true), std::optional<std::string>("::1"));
+  }
+}
+
+// Every interface with an address gives one back that the same interface holds.
+TEST(Interface, AddressOfInterfaceRoundTrips) {
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(getifaddrs(&list), 0);
+  int checked = 0;
+  for (const ifaddrs* e = list; e != nullptr; e = e->ifa_next) {
+    if (e->ifa_addr == nullptr || e->ifa_addr->sa_family != AF_INET) continue;
+    const auto address = output::address_of_interface(e->ifa_name);
+    ASSERT_TRUE(address.has_value()) << e->ifa_name;
+    EXPECT_EQ(output::interface_for_address(*address), std::optional<std::string>(e->ifa_name));
+    ++checked;
+  }
+  freeifaddrs(list);
+  EXPECT_GT(checked, 0);
+}
+
 // Every IPv4 address the machine holds maps back to an interface that holds it.
 TEST(Interface, EveryLocalIpv4AddressIsFound) {
   ifaddrs* list = nullptr;

@@ -294,13 +294,14 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                  "joined, --last-call admits more up to MAX")
       ->type_name("N|MIN:MAX");
   app.add_option("--listen", raw.listen,
-                 "Gossip socket to bind; :PORT means all addresses, port 0\n"
-                 "picks a free one (default: 0.0.0.0:29400)")
+                 "Gossip socket to bind; :PORT means all addresses, HOST an\n"
+                 "address or interface name, port 0 picks a free one\n"
+                 "(default: 0.0.0.0:29400)")
       ->type_name("[HOST]:PORT");
   app.add_option("--advertise", raw.advertise,
                  "Address peers dial to reach this node, and MASTER_ADDR if\n"
-                 "it gets node rank 0 (default: the address that routes to\n"
-                 "the seed)")
+                 "it gets node rank 0 (default: the --listen address, else\n"
+                 "the address that routes to the seed)")
       ->type_name("HOST");
   app.add_option("--nproc-per-node", raw.nproc, "Worker processes on this node (default: 1)")
       ->type_name("K");
