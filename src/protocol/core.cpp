@@ -144,10 +144,31 @@ struct Core::Impl {
     dirty = true;
   }
 
+  /// Another live process with our endpoint: not an earlier process of ours (those have an
+  /// older generation and, being on this machine, our host name). Two nodes that advertise
+  /// the same address:port (a copied --advertise, a host name resolving to 127.0.1.1 on
+  /// both) would otherwise replace each other in everyone's table as if restarted.
+  bool claims_our_endpoint(const Announcement& ann) const {
+    if (ann.node_id == config.self.node_id) return false;
+    return ann.generation >= config.self.generation || ann.hostname != config.self.hostname;
+  }
+
+  void report_shared_endpoint(const Announcement& ann) {
+    if (config_fatal) return;
+    config_fatal = true;
+    events.push_back(
+        Fatal{ErrorCode::usage,
+              "node " + ann.hostname + " advertises the same endpoint " + ann.endpoint +
+                  " as this node (" + config.self.hostname +
+                  "); every node needs an address:port of its own that the others can dial: give "
+                  "each node its own --advertise address (or --listen port), and check that the "
+                  "host name does not resolve to a loopback address such as 127.0.1.1"});
+  }
+
   void check_sizes(const Announcement& ann) {
-    if (config.seed_only || sizes_fatal) return;
+    if (config.seed_only || config_fatal) return;
     if (ann.min_nodes == config.min_nodes && ann.max_nodes == config.max_nodes) return;
-    sizes_fatal = true;
+    config_fatal = true;
     auto sizes = [](std::uint32_t lo, std::uint32_t hi) {
       return lo == hi ? std::to_string(lo) : std::to_string(lo) + ":" + std::to_string(hi);
     };
@@ -163,7 +184,11 @@ struct Core::Impl {
     for (const auto& rumour : records) {
       if (rumour.ann.endpoint.empty()) continue;
       if (rumour.ann.endpoint == config.self.endpoint) {
-        refute(rumour);
+        if (claims_our_endpoint(rumour.ann)) {
+          report_shared_endpoint(rumour.ann);
+        } else {
+          refute(rumour);
+        }
         continue;
       }
       check_sizes(rumour.ann);
@@ -383,7 +408,7 @@ struct Core::Impl {
   }
 
   void step_agreement(Time now) {
-    if (config.seed_only || sizes_fatal) return;
+    if (config.seed_only || config_fatal) return;
     if (agreement.step(now, table)) dirty = true;
     if (agreement.committed() && !commit_reported) report_commit(now);
     if (agreement.not_admitted() && !not_admitted_reported) report_not_admitted();
@@ -469,7 +494,7 @@ struct Core::Impl {
   bool done = false;
   bool commit_reported = false;
   bool not_admitted_reported = false;
-  bool sizes_fatal = false;
+  bool config_fatal = false;
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;

@@ -322,6 +322,47 @@ TEST(Core, DifferentNnodesIsAFatalUsageError) {
   EXPECT_NE(net.find_event<Fatal>(1)->message.find("--nnodes"), std::string::npos);
 }
 
+// Two machines advertising the same address:port (copied --advertise, host names that
+// resolve to 127.0.1.1): the real owner of the endpoint learns of the other process through
+// the seed and stops with a usage error naming both hosts, instead of being replaced by it.
+TEST(Core, AnotherProcessAdvertisingOurEndpointIsAFatalUsageError) {
+  MiniNet net(3, 3);
+  net.add(1);
+  net.add(2);
+  ASSERT_TRUE(net.run([&] { return net.node(1)->snapshot().members.size() == 2; }));
+  Envelope join;
+  join.run_id = "run";
+  join.sender = MiniNet::endpoint(2);
+  join.sender_generation = 9;
+  Join body;
+  body.self.ann.endpoint = MiniNet::endpoint(2);
+  body.self.ann.node_id = 4242;
+  body.self.ann.generation = 9;
+  body.self.ann.host = "10.0.0.2";
+  body.self.ann.hostname = "copycat";
+  body.self.ann.min_nodes = body.self.ann.max_nodes = 3;
+  join.body = body;
+  net.inject(MiniNet::endpoint(1), join);
+  ASSERT_TRUE(net.run([&] { return net.find_event<Fatal>(2) != nullptr; }));
+  const Fatal* fatal = net.find_event<Fatal>(2);
+  EXPECT_EQ(fatal->code, ErrorCode::usage);
+  for (const char* part : {"copycat", "node2", "10.0.0.2:29400", "--advertise"}) {
+    EXPECT_NE(fatal->message.find(part), std::string::npos) << part << ": " << fatal->message;
+  }
+  EXPECT_FALSE(net.committed(2));
+}
+
+// An earlier process of ours (older generation, same host) is history, not a conflict.
+TEST(Core, OurOwnEarlierProcessIsNotAConflict) {
+  MiniNet net(2, 2);
+  net.add(1);
+  net.add(2, {.generation = 1});
+  net.crash(2);
+  net.add(2, {.generation = 2});
+  ASSERT_TRUE(net.run([&] { return net.committed(1) && net.committed(2); }));
+  EXPECT_EQ(net.find_event<Fatal>(2), nullptr);
+}
+
 TEST(Core, ForgedClaimsCannotForceACommit) {
   MiniNet net(3, 3);
   net.add(1);
