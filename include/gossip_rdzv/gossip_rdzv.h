@@ -169,6 +169,13 @@ int gossip_rdzv_store_compare_set(gossip_rdzv_store* store, const char* key, con
 int gossip_rdzv_store_delete_key(gossip_rdzv_store* store, const char* key, int* deleted);
 int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count);
 int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms);
+/* Every member's load since its agent started: *text (free with gossip_rdzv_free) gets one
+ * line per member, sorted by member, of five fields separated by single spaces:
+ *   MEMBER HOME_REQUESTS CLIENT_REQUESTS FORWARDED KEYS
+ * (its "host:port"; requests it served as the home of their keys; requests its own clients
+ * sent it; parts of those it forwarded to other homes; keys it holds). Reading them is not
+ * counted. E_STORE_UNAVAILABLE names a member that does not answer. */
+int gossip_rdzv_store_member_stats(gossip_rdzv_store* store, char** text);
 
 #ifdef __cplusplus
 }

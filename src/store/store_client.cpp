@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -319,6 +320,20 @@ bool Store::delete_key(const std::string& key) {
 
 std::int64_t Store::num_keys() {
   return impl_->perform(make(store::Op::num_keys, {}), timeout()).number;
+}
+
+std::vector<StoreMemberStats> Store::member_stats() {
+  const auto response = impl_->perform(make(store::Op::stats, {}), timeout());
+  std::vector<StoreMemberStats> members;
+  for (const auto& value : response.values) {
+    const auto stats = store::decode_member_stats(value);
+    if (!stats) throw StoreError(StoreErrorCode::unavailable, "stats: malformed answer");
+    members.push_back(StoreMemberStats{stats->member, stats->home_requests, stats->client_requests,
+                                       stats->forwarded, stats->keys});
+  }
+  std::sort(members.begin(), members.end(),
+            [](const auto& a, const auto& b) { return a.member < b.member; });
+  return members;
 }
 
 milliseconds Store::timeout() const {

@@ -80,6 +80,10 @@ void StoreState::apply_now(Time now, Ticket ticket, const Request& request) {
       answer(ticket, std::move(reply));
       return;
     }
+    case Op::stats:
+      // The agent answers it from its own counters (StoreService); a home never gets one.
+      answer(ticket, error_reply(Status::bad_request, "", "stats is answered by the agent"));
+      return;
   }
 }
 
