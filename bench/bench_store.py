@@ -178,7 +178,13 @@ def main() -> int:
         for n in args.sizes:
             for kind in args.stores:
                 t0 = time.monotonic()
-                summaries.append(summarise(n, kind, run_once(n, kind, args, workdir)))
+                try:
+                    results = run_once(n, kind, args, workdir)
+                except (RuntimeError, TimeoutError) as error:
+                    print(f"bench_store: N={n} {STORE_NAMES[kind]} failed: {error}",
+                          file=sys.stderr)
+                    return 1
+                summaries.append(summarise(n, kind, results))
                 print(f"  N={n} {STORE_NAMES[kind]}: done in {time.monotonic() - t0:.0f} s",
                       flush=True)
     finally:

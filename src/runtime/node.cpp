@@ -495,7 +495,7 @@ class StoreSidecar : public runtime::Sidecar {
     service_.on_committed(now, assignment);
   }
   void on_member_dead(const std::string& endpoint) override { service_.on_member_dead(endpoint); }
-  void on_member_up(const std::string& endpoint) override { service_.on_member_up(endpoint); }
+  void on_member_alive(const std::string& endpoint) override { service_.on_member_alive(endpoint); }
   void on_tick(protocol::Time now) override {
     service_.on_tick(now);
     while (auto warning = service_.poll_warning()) log_->warn("{}", runtime::printable(*warning));

@@ -64,10 +64,12 @@ class StoreService {
   void on_tick(Time now);
   /// The membership declared `endpoint` dead (SWIM, after the commit): every request waiting
   /// for it as a home fails now with Status::unavailable naming the key and the home, and
-  /// new ones fail at once, until a store message from it shows it is alive after all.
+  /// new ones fail at once, until it is seen alive again (on_member_alive, or a store
+  /// message from it).
   void on_member_dead(const std::string& endpoint);
-  /// The membership saw `endpoint` join or restart: it is a home again.
-  void on_member_up(const std::string& endpoint) { dead_homes_.erase(endpoint); }
+  /// `endpoint` is alive after all (it joined or restarted, or a message from it arrived):
+  /// it is a home again.
+  void on_member_alive(const std::string& endpoint) { dead_homes_.erase(endpoint); }
 
   std::optional<Outgoing> poll_send();
   /// Something worth a log line (a refused peer, a silent home), oldest first.

@@ -272,7 +272,7 @@ TEST(StoreService, RequestsForADeadHomeFailAtOnceUntilItIsBack) {
   const std::string alive_key = key_homed_at(net, 4, 3);
   EXPECT_EQ(net.call(1, req(Op::set, {alive_key}, {b("v")})).status, Status::ok);
   // The membership sees it again (restarted, or a refuted suspicion): it is a home again.
-  net.service(1).on_member_up(net.endpoint(2));
+  net.service(1).on_member_alive(net.endpoint(2));
   EXPECT_EQ(net.call(1, req(Op::set, {key}, {b("v")})).status, Status::ok);
 }
 
