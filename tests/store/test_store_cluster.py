@@ -7,6 +7,7 @@ Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
      GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so PYTHONPATH=python \
      /usr/bin/python3 -m unittest -v test_store_cluster      (from tests/store)
 """
+import itertools
 import json
 import os
 import re
@@ -183,6 +184,25 @@ class DeadHomeTest(unittest.TestCase):
         # Keys of the living homes still work.
         self.assertEqual(self.agents.run_client(1, "set", alive, "v"), {"ok": True})
 
+    def test_a_home_wrongly_declared_dead_serves_again(self):
+        # SIGSTOP the home for longer than the suspicion timeout: the others declare it dead.
+        # After SIGCONT it refutes, and the agents take it as a home again, keys intact.
+        victim = self.agents.endpoints[1]
+        kept, unset = itertools.islice((k for k in (f"stalled/{i}" for i in range(1000))
+                                        if self.agents.home_of(k) == victim), 2)
+        self.assertEqual(self.agents.run_client(0, "set", kept, "kept"), {"ok": True})
+        stalled = self.agents.nodes[1].proc
+        self.agents.cluster.kill(stalled, signal.SIGSTOP)
+        try:
+            result = self.agents.run_client(0, "get", unset, 0)  # 0: wait for ever
+            self.assertEqual(result.get("error"), "store_unavailable", result)
+            self.assertIn("declared dead", result["message"])
+        finally:
+            self.agents.cluster.kill(stalled, signal.SIGCONT)
+        for agent in (0, 2):
+            cluster.wait_until(lambda: self.agents.run_client(agent, "get", kept, 5)
+                               == {"value": "kept"}, DEADLINE, interval=0.2,
+                               what=f"agent {agent} to take the home back")
 
 if __name__ == "__main__":
     unittest.main()
