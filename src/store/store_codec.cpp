@@ -191,9 +191,13 @@ StoreRequest read_request_header(Fields& fields, std::string run_id) {
   return request;
 }
 
-StoreMessage read_request(Fields& fields, std::string run_id) {
-  if (fields.size() != kRequestFields) reject("request: wrong number of fields");
+// Once the header is read, a bad field is answered (refused, with the reason): a request of a
+// newer client (an op this agent does not know) gets an error, not silence.
+StoreMessage read_request(Fields& fields, std::string run_id,
+                          std::optional<StoreRequest>& answerable) {
   StoreRequest request = read_request_header(fields, std::move(run_id));
+  answerable = request;
+  if (fields.size() != kRequestFields) reject("request: wrong number of fields");
   request.round =
       static_cast<std::uint32_t>(fields.u64("round", std::numeric_limits<std::uint32_t>::max()));
   request.at_home = fields.boolean("at_home");
@@ -248,7 +252,7 @@ StoreDecodeResult decode_checked(const std::uint8_t* data, std::size_t size,
     reject("store protocol version " + std::to_string(version) + ", this program speaks " +
            std::to_string(kStoreVersion) + ": run the same gossip-rdzv release everywhere");
   }
-  if (type == kTypeRequest) return read_request(fields, std::move(run_id));
+  if (type == kTypeRequest) return read_request(fields, std::move(run_id), answerable);
   if (type == kTypeResponse) return read_response(fields, std::move(run_id));
   reject("type " + std::to_string(type) + " is neither request (1) nor response (2)");
 }

@@ -70,7 +70,8 @@ std::vector<std::uint8_t> encode(const StoreMessage& message);
 struct StoreDecodeError {
   std::string detail;
   /// Filled when the message was readable enough to answer: a request's run id, id and
-  /// reply address (e.g. for a request of another store version).
+  /// reply address (a request of another store version, or one whose header is readable but
+  /// a later field is not, e.g. an op this program does not know).
   std::optional<StoreRequest> answerable;
 };
 

@@ -79,6 +79,10 @@ void StoreService::handle_request(Time now, StoreRequest request) {
     serve_as_home(now, request);
     return;
   }
+  if (request.op == Op::ping) {
+    respond(request.reply_to, answer_to(request));
+    return;
+  }
   if (request.op != Op::stats) ++stats_.client_requests;
   if (homes_) {
     dispatch(now, request);
@@ -101,10 +105,7 @@ void StoreService::serve_as_home(Time now, const StoreRequest& request) {
     return;
   }
   if (request.op == Op::stats) {
-    StoreResponse response;
-    response.run_id = options_.run_id;
-    response.request_id = request.request_id;
-    response.sender = options_.self_endpoint;
+    StoreResponse response = answer_to(request);
     response.values.push_back(encode_member_stats(member_stats()));
     respond(request.reply_to, std::move(response));
     return;
@@ -307,6 +308,7 @@ void StoreService::complete_part(std::uint64_t part_id, const Reply& reply,
       break;
     case Op::set:
     case Op::wait:
+    case Op::ping:
       break;
   }
   if (call.parts.empty()) {
@@ -353,11 +355,16 @@ void StoreService::respond(const std::string& to, StoreResponse response) {
   outgoing_.push_back(Outgoing{to, std::move(bytes)});
 }
 
-void StoreService::refuse(const StoreRequest& request, Status status, const std::string& detail) {
+StoreResponse StoreService::answer_to(const StoreRequest& request) const {
   StoreResponse response;
   response.run_id = options_.run_id;
   response.request_id = request.request_id;
   response.sender = options_.self_endpoint;
+  return response;
+}
+
+void StoreService::refuse(const StoreRequest& request, Status status, const std::string& detail) {
+  StoreResponse response = answer_to(request);
   response.status = status;
   response.detail = detail;
   response.home = options_.self_endpoint;

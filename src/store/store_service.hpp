@@ -120,6 +120,8 @@ class StoreService {
   void finish_call(std::uint64_t call_id, const Reply& reply, const std::string& home);
   void respond(const std::string& to, StoreResponse response);
   void refuse(const StoreRequest& request, Status status, const std::string& detail);
+  /// An ok response to `request` from this node, to fill in.
+  StoreResponse answer_to(const StoreRequest& request) const;
   void expire_calls(Time now);
   MemberStats member_stats() const;
   /// A reply to one of our own parts that needs no message (this node is the home of a stats

@@ -81,8 +81,9 @@ void StoreState::apply_now(Time now, Ticket ticket, const Request& request) {
       return;
     }
     case Op::stats:
-      // The agent answers it from its own counters (StoreService); a home never gets one.
-      answer(ticket, error_reply(Status::bad_request, "", "stats is answered by the agent"));
+    case Op::ping:
+      // The agent answers these itself (StoreService); a home never gets one.
+      answer(ticket, error_reply(Status::bad_request, "", "answered by the agent, not a home"));
       return;
   }
 }

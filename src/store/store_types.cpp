@@ -22,6 +22,8 @@ std::string_view to_string(Op op) {
       return "wait";
     case Op::stats:
       return "stats";
+    case Op::ping:
+      return "ping";
   }
   return "unknown";
 }
@@ -68,6 +70,7 @@ std::string shape_error(const Request& request) {
       return "";
     case Op::num_keys:
     case Op::stats:
+    case Op::ping:
       if (keys != 0 || values != 0) return op + " takes no keys and no values";
       return "";
   }

@@ -4,6 +4,7 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,6 +151,26 @@ TEST(StoreCodec, OtherVersionIsRefusedButAnswerable) {
   ASSERT_TRUE(error.answerable);
   EXPECT_EQ(error.answerable->reply_to, "127.0.0.1:40000");
   EXPECT_EQ(error.answerable->request_id, 77u);
+}
+
+TEST(StoreCodec, RequestWithAnUnknownOpIsAnswerable) {
+  StoreRequest r = sample_request();
+  r.op = Op::ping;
+  r.keys.clear();
+  r.values.clear();
+  auto bytes = encode(StoreMessage(r));
+  // The op follows at_home (0xc3, true): make it 99, an op no release has.
+  const auto at = std::find(bytes.begin(), bytes.end(), 0xc3);
+  ASSERT_NE(at, bytes.end());
+  ASSERT_EQ(*(at + 1), static_cast<std::uint8_t>(Op::ping));
+  *(at + 1) = 99;
+  auto result = decode_store(bytes.data(), bytes.size());
+  ASSERT_TRUE(std::holds_alternative<StoreDecodeError>(result));
+  const auto& error = std::get<StoreDecodeError>(result);
+  EXPECT_NE(error.detail.find("op"), std::string::npos) << error.detail;
+  ASSERT_TRUE(error.answerable);
+  EXPECT_EQ(error.answerable->request_id, 77u);
+  EXPECT_EQ(error.answerable->reply_to, "127.0.0.1:40000");
 }
 
 TEST(StoreCodec, TrailingBytesAreRefused) {

@@ -319,6 +319,15 @@ TEST(StoreService, StatsCountWhatEachMemberServedAndNotThemselves) {
   EXPECT_EQ(read(0), first);  // reading them changed nothing
 }
 
+TEST(StoreService, PingIsAnsweredByTheAgentAtOnceEvenBeforeTheView) {
+  Net net(3);
+  const auto before = net.messages;
+  const auto got = net.call(1, req(Op::ping, {}));
+  EXPECT_EQ(got.status, Status::ok);
+  EXPECT_EQ(net.messages - before, 1u);  // the answer only: no home involved
+  EXPECT_EQ(net.service(1).stats().client_requests, 0u);
+}
+
 TEST(StoreService, RequestsBeforeTheViewWaitForIt) {
   Net net(2);
   const auto id = net.send(0, req(Op::set, {"early"}, {b("1")}, 10000));
