@@ -102,9 +102,9 @@ class Store {
   void set(const std::string& key, std::string_view value);
 
   /// The value of `key`, waiting until it is set. Throws StoreError(timeout) naming the key
-  /// and its home after `timeout` (default: timeout()). Also with timeout 0 (wait for ever),
+  /// and its home after `timeout` (default: timeout()). Whatever the timeout (0: for ever),
   /// throws StoreError(unavailable) once the home is declared dead by the membership, or
-  /// once the agent stops answering the client's checks (every 5 s).
+  /// once the agent stops answering the client's checks (every 5 s while a request waits).
   Bytes get(const std::string& key);
   Bytes get(const std::string& key, std::chrono::milliseconds timeout);
   /// The values of all `keys`, in order, waiting until every one is set (one request per

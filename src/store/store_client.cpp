@@ -30,8 +30,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kAgentGrace{4000};
 // How often a waiting client wakes to check its deadline.
 constexpr milliseconds kPollSlice{1000};
-// A request without a timeout asks its agent this often whether it is still there (Op::ping),
-// so a dead agent ends the wait, with unavailable, instead of hanging it for ever.
+// A waiting request asks its agent this often whether it is still there (Op::ping), so a dead
+// agent ends the wait with unavailable within seconds, not at the request's timeout (torch's
+// is 300 s), nor never (timeout 0).
 constexpr milliseconds kAgentCheckInterval{5000};
 
 std::string seconds_text(milliseconds duration) {
@@ -149,17 +150,17 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
   send(request);
   const std::optional<Clock::time_point> deadline =
       request.timeout_ms == 0 ? std::nullopt : std::optional(Clock::now() + timeout + kAgentGrace);
-  // Waiting for ever: the outstanding check of the agent (request id, sent at), and when the
-  // next one is due.
+  // The outstanding check of the agent (request id, sent at), and when the next one is due.
   std::optional<std::pair<std::uint64_t, Clock::time_point>> check;
   Clock::time_point next_check = Clock::now() + kAgentCheckInterval;
   while (!deadline || Clock::now() < *deadline) {
     milliseconds wait = kPollSlice;
     if (deadline) {
       wait = std::min(wait, std::chrono::ceil<milliseconds>(*deadline - Clock::now()));
-    } else if (check && Clock::now() - check->second >= kAgentGrace) {
-      agent_silent(request, "to a check within " + seconds_text(kAgentGrace) +
-                                " while the request waited without a timeout");
+    }
+    if (check && Clock::now() - check->second >= kAgentGrace) {
+      agent_silent(request,
+                   "to a check within " + seconds_text(kAgentGrace) + " while the request waited");
     } else if (!check && Clock::now() >= next_check) {
       store::StoreRequest ping;
       ping.run_id = options.run_id;

@@ -184,18 +184,23 @@ class DeadHomeTest(unittest.TestCase):
         # Keys of the living homes still work.
         self.assertEqual(self.agents.run_client(1, "set", alive, "v"), {"ok": True})
 
-    def test_get_without_timeout_fails_when_its_own_agent_dies(self):
-        agent = self.agents.endpoints[1]
+    def test_a_waiting_get_fails_when_its_own_agent_dies(self):
+        # One get waits for ever, one has torch's 300 s timeout; both end within DEADLINE
+        # (60 s): the client checks its agent every 5 s while it waits.
         key = next(k for k in (f"orphan/{i}" for i in range(1000))
                    if self.agents.home_of(k) == self.agents.endpoints[2])
         before = self.agents.served()
-        getter = self.agents.start_client(1, "get", key, 0)  # 0: wait for ever
-        self.agents.await_parked(before)
-        self.agents.cluster.kill(self.agents.nodes[1].proc, signal.SIGKILL)
-        result = self.agents.finish(getter)  # the client checks its agent every 5 s
-        self.assertEqual(result.get("error"), "store_unavailable", result)
-        self.assertIn(f"'{key}'", result["message"])
-        self.assertIn(f"agent at {agent} did not answer", result["message"])
+        getters = {1: self.agents.start_client(1, "get", key, 0),
+                   0: self.agents.start_client(0, "get", key, 300)}
+        self.agents.await_parked(before, parts=2)
+        for index in getters:
+            self.agents.cluster.kill(self.agents.nodes[index].proc, signal.SIGKILL)
+        for index, getter in getters.items():
+            result = self.agents.finish(getter)
+            self.assertEqual(result.get("error"), "store_unavailable", result)
+            self.assertIn(f"'{key}'", result["message"])
+            self.assertIn(f"agent at {self.agents.endpoints[index]} did not answer",
+                          result["message"])
 
     def test_a_home_wrongly_declared_dead_serves_again(self):
         # SIGSTOP the home for longer than the suspicion timeout: the others declare it dead.
