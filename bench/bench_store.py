@@ -15,10 +15,11 @@ The rendezvous is over before a worker starts; nothing of it is timed. Measured:
   ops     --ops calls per rank of set, then get, then add (each phase after a barrier), each
           call timed: p50 and p99 over all N x OPS calls; ops/s = N x OPS / (last rank's end
           - first rank's start of the phase)
-  load    requests each member served as a home during the ops phases (member_stats() read
-          before and after by rank 0; includes the phases' barriers): the busiest member's
-          count, the mean, busiest / mean, and the busiest member's share of all requests.
-          TCPStore has one server: rank 0's process serves 100% by construction.
+  load    requests each member served as a home during the ops phases, and during the
+          setups (member_stats() read by rank 0 before the setups, between, and after the
+          ops; barriers included): the busiest member's count, the mean, busiest / mean, and
+          the busiest member's share of all requests. TCPStore has one server: rank 0's
+          process serves 100% by construction.
 
 Usage (from the repository root, after the README's build):
   /usr/bin/python3 bench/bench_store.py                    # N = 8 16 32, 300 ops, 3 repeats
@@ -98,21 +99,26 @@ def summarise(n: int, kind: str, results: list[dict]) -> dict:
                               "p99_ms": 1000 * percentile(latencies, 0.99),
                               "ops_per_s": len(latencies) / span, "calls": len(latencies)}
     if kind == "gossip":
-        before = {m["member"]: m["home_requests"] for m in results[0]["stats_before"]}
-        served = {m["member"]: m["home_requests"] - before.get(m["member"], 0)
-                  for m in results[0]["stats_after"]}
-        total = sum(served.values())
-        busiest = max(served.values())
-        mean = total / len(served)
-        summary["load"] = {"members": len(served), "requests": total, "busiest": busiest,
-                           "mean": mean, "busiest_over_mean": busiest / mean,
-                           "busiest_share_pct": 100.0 * busiest / total,
-                           "per_member": served}
+        stats = results[0]
+        summary["load"] = load_between(stats["stats_before"], stats["stats_after"])
+        summary["setup_load"] = load_between(stats["stats_start"], stats["stats_before"])
     else:
         # One server process answers every request: its share is 100% by construction.
-        summary["load"] = {"members": 1, "busiest_over_mean": float(n),
-                           "busiest_share_pct": 100.0}
+        summary["load"] = summary["setup_load"] = {
+            "members": 1, "busiest_over_mean": float(n), "busiest_share_pct": 100.0}
     return summary
+
+
+def load_between(before_stats: list[dict], after_stats: list[dict]) -> dict:
+    """What each member served as a home between two member_stats() readings."""
+    before = {m["member"]: m["home_requests"] for m in before_stats}
+    served = {m["member"]: m["home_requests"] - before.get(m["member"], 0) for m in after_stats}
+    total = sum(served.values())
+    busiest = max(served.values())
+    mean = total / len(served)
+    return {"members": len(served), "requests": total, "busiest": busiest, "mean": mean,
+            "busiest_over_mean": busiest / mean, "busiest_share_pct": 100.0 * busiest / total,
+            "per_member": served}
 
 
 def print_tables(summaries: list[dict], args) -> None:
@@ -130,18 +136,20 @@ def print_tables(summaries: list[dict], args) -> None:
             o = s["ops"][op]
             print(f"{s['n']:>4}  {STORE_NAMES[s['store']]:<12} {op:<4} {o['p50_ms']:>8.3f} "
                   f"{o['p99_ms']:>8.3f} {o['ops_per_s']:>9.0f}")
-    print("\nload: requests served per member during the ops phases")
-    print(f"{'N':>4}  {'store':<12} {'servers':>7} {'requests':>9} {'busiest':>8} {'mean':>8} "
-          f"{'max/mean':>8} {'busiest share':>13}")
+    print("\nload: requests served per member, during the ops phases and during the setups")
+    print(f"{'N':>4}  {'store':<12} {'phase':<6} {'servers':>7} {'requests':>9} {'busiest':>8} "
+          f"{'mean':>8} {'max/mean':>8} {'busiest share':>13}")
     for s in summaries:
-        load = s["load"]
-        if s["store"] == "gossip":
-            print(f"{s['n']:>4}  {STORE_NAMES[s['store']]:<12} {load['members']:>7} "
-                  f"{load['requests']:>9} {load['busiest']:>8} {load['mean']:>8.1f} "
-                  f"{load['busiest_over_mean']:>8.2f} {load['busiest_share_pct']:>12.1f}%")
-        else:
-            print(f"{s['n']:>4}  {STORE_NAMES[s['store']]:<12} {1:>7} {'all':>9} {'all':>8} "
-                  f"{'-':>8} {'-':>8} {100.0:>12.1f}%")
+        for phase, key in (("ops", "load"), ("setup", "setup_load")):
+            load = s[key]
+            where = f"{s['n']:>4}  {STORE_NAMES[s['store']]:<12} {phase:<6}"
+            if s["store"] == "gossip":
+                print(f"{where} {load['members']:>7} {load['requests']:>9} {load['busiest']:>8} "
+                      f"{load['mean']:>8.1f} {load['busiest_over_mean']:>8.2f} "
+                      f"{load['busiest_share_pct']:>12.1f}%")
+            else:
+                print(f"{where} {1:>7} {'all':>9} {'all':>8} {'-':>8} {'-':>8} "
+                      f"{100.0:>12.1f}%")
 
 
 def git_commit() -> str:

@@ -11,8 +11,9 @@ on both; only the store differs. It measures, and writes as JSON to OUT_DIR/rank
   ops      for set, get, add in turn: a barrier, then --ops calls of that operation on keys
            of its own (set/get: bench/ops/R/I, add: bench/add/R/I%16), each one timed;
            with the phase's start and end (time.monotonic, system-wide on Linux)
-  stats    (gossip only) every member's load read by rank 0 just before and just after the
-           ops phases (gossip_rdzv.Store.member_stats), to count what each member served
+  stats    (gossip only) every member's load read by rank 0 before the setups, before the
+           ops phases and after them (gossip_rdzv.Store.member_stats), to count what each
+           member served in each part
 
 Barriers are store-based and spread over the keys: rank R sets bench/bar/NAME/R, then waits
 for all of them (one multi-key wait).
@@ -92,6 +93,8 @@ def main():
     store = make_store(args.store, rank, world, timeout)
     result = {"rank": rank, "world": world, "store": args.store, "setup": [], "ops": {}}
     barrier(store, "start", rank, world)
+    if args.store == "gossip" and rank == 0:
+        result["stats_start"] = store.member_stats()
     for repeat in range(args.repeats):
         result["setup"].append(time_setup(store, rank, world, repeat, timeout))
     if args.store == "gossip" and rank == 0:

@@ -44,6 +44,10 @@ class BenchStoreSmokeTest(unittest.TestCase):
         self.assertGreaterEqual(load["requests"], 3 * 2 * OPS)
         self.assertEqual(sum(load["per_member"].values()), load["requests"])
         self.assertGreaterEqual(load["busiest_share_pct"], 50.0)
+        setup_load = data["results"][0]["setup_load"]
+        self.assertEqual(setup_load["members"], 2)
+        self.assertGreater(setup_load["requests"], 0)  # the ranks' addresses went through it
+        self.assertEqual(sum(setup_load["per_member"].values()), setup_load["requests"])
         for table in ("setup:", "ops:", "load:"):
             self.assertIn(table, run.stdout)
         self.assertIn("TCPStore", run.stdout)
