@@ -133,7 +133,9 @@ void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
 
 /* ---- store (docs/store.md) ----------------------------------------------------------
  * Timeouts are in milliseconds: 0 waits for ever, a negative value means the store's
- * default timeout (set at creation). */
+ * default timeout (set at creation). Whatever the timeout, a waiting call returns
+ * E_STORE_UNAVAILABLE (naming the key and the member) once the key's home is declared dead
+ * by the membership, or once this client's agent stops answering its checks (every 5 s). */
 
 /* A client of the agent at `agent` ("host:port"); `run_id` may be NULL or "" (any run). */
 int gossip_rdzv_store_new(const char* agent, const char* run_id, int64_t timeout_ms,
