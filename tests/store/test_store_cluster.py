@@ -1,7 +1,8 @@
 """The store's semantics across processes: three `gossip-rdzv join --serve-store` agents on
 loopback, and clients in processes of their own (store_client_proc.py, the Python package over
-the C API) talking to different agents. The test process itself only reads member_stats()
-to know when a request is parked at its home.
+the C API) talking to different agents. The test process is a client too: it finds a key's
+home (from the timeout error that names it), reads member_stats() to know when a blocking
+request is parked at its home, and checks results.
 
 Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
      GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so PYTHONPATH=python \
