@@ -133,7 +133,9 @@ void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
 
 /* ---- store (docs/store.md) ----------------------------------------------------------
  * Timeouts are in milliseconds: 0 waits for ever, a negative value means the store's
- * default timeout (set at creation). */
+ * default timeout (set at creation). Whatever the timeout, a waiting call returns
+ * E_STORE_UNAVAILABLE (naming the key and the member) once the key's home is declared dead
+ * by the membership, or once this client's agent stops answering its checks (every 5 s). */
 
 /* A client of the agent at `agent` ("host:port"); `run_id` may be NULL or "" (any run). */
 int gossip_rdzv_store_new(const char* agent, const char* run_id, int64_t timeout_ms,
@@ -169,6 +171,13 @@ int gossip_rdzv_store_compare_set(gossip_rdzv_store* store, const char* key, con
 int gossip_rdzv_store_delete_key(gossip_rdzv_store* store, const char* key, int* deleted);
 int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count);
 int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms);
+/* Every member's load since its agent started: *text (free with gossip_rdzv_free) gets one
+ * line per member, sorted by member, of five fields separated by single spaces:
+ *   MEMBER HOME_REQUESTS CLIENT_REQUESTS FORWARDED KEYS
+ * (its "host:port"; requests it served as the home of their keys; requests its own clients
+ * sent it; parts of those it forwarded to other homes; keys it holds). Reading them is not
+ * counted. E_STORE_UNAVAILABLE names a member that does not answer. */
+int gossip_rdzv_store_member_stats(gossip_rdzv_store* store, char** text);
 
 #ifdef __cplusplus
 }

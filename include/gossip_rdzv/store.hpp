@@ -67,6 +67,15 @@ struct StoreOptions {
   std::chrono::milliseconds timeout{300000};
 };
 
+/// The load one member carried since its agent started (Store::member_stats()).
+struct StoreMemberStats {
+  std::string member;                 ///< its gossip endpoint "host:port"
+  std::uint64_t home_requests = 0;    ///< requests it served as the home of their keys
+  std::uint64_t client_requests = 0;  ///< requests its own clients (workers) sent it
+  std::uint64_t forwarded = 0;        ///< parts of those it sent on to other homes
+  std::uint64_t keys = 0;             ///< keys it holds now
+};
+
 /// A client of the store. Thread-safe: calls from several threads are serialised (one
 /// request in flight per Store, as torch's TCPStore client does).
 class Store {
@@ -93,7 +102,9 @@ class Store {
   void set(const std::string& key, std::string_view value);
 
   /// The value of `key`, waiting until it is set. Throws StoreError(timeout) naming the key
-  /// and its home after `timeout` (default: timeout()).
+  /// and its home after `timeout` (default: timeout()). Whatever the timeout (0: for ever),
+  /// throws StoreError(unavailable) once the home is declared dead by the membership, or
+  /// once the agent stops answering the client's checks (every 5 s while a request waits).
   Bytes get(const std::string& key);
   Bytes get(const std::string& key, std::chrono::milliseconds timeout);
   /// The values of all `keys`, in order, waiting until every one is set (one request per
@@ -122,6 +133,12 @@ class Store {
 
   /// Keys held by all members together (one request to every member).
   std::int64_t num_keys();
+
+  /// Every member's load since its agent started, sorted by member (one request to every
+  /// member; these requests are not counted). home_requests is what shows how the load
+  /// spreads: a TCPStore's master would serve all of it. Throws StoreError(unavailable)
+  /// naming a member that does not answer.
+  std::vector<StoreMemberStats> member_stats();
 
   std::chrono::milliseconds timeout() const;
   void set_timeout(std::chrono::milliseconds timeout);

@@ -147,6 +147,24 @@ class Store:
         _check(_lib_handle.gossip_rdzv_store_num_keys(self._handle, ctypes.byref(result)))
         return result.value
 
+    def member_stats(self):
+        """Every member's load since its agent started, sorted by member: a list of dicts
+        with member ("host:port"), home_requests (requests it served as the home of their
+        keys), client_requests (requests its own clients sent it), forwarded (parts of those
+        it sent to other homes) and keys (keys it holds). Reading them is not counted."""
+        pointer = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_store_member_stats(self._handle, ctypes.byref(pointer)))
+        try:
+            text = ctypes.string_at(pointer).decode("utf-8")
+        finally:
+            _lib_handle.gossip_rdzv_free(pointer)
+        fields = ("home_requests", "client_requests", "forwarded", "keys")
+        members = []
+        for line in text.splitlines():
+            member, *numbers = line.split(" ")
+            members.append(dict(member=member, **dict(zip(fields, map(int, numbers)))))
+        return members
+
     def set_timeout(self, timeout):
         _check(_lib_handle.gossip_rdzv_store_set_timeout(self._handle, _milliseconds(timeout)))
 

@@ -60,6 +60,10 @@ class GossipRdzvStore(dist.Store):
     def num_keys(self):
         return self._store.num_keys()
 
+    def member_stats(self):
+        """Every member's load (gossip_rdzv.Store.member_stats); not part of torch's API."""
+        return self._store.member_stats()
+
 
 def store_from_env(timeout=None):
     """The store of this worker's agent, from GOSSIP_RDZV_STORE (set by `gossip-rdzv join`

@@ -97,6 +97,14 @@ void* copy_out(const std::vector<std::uint8_t>& bytes, size_t* length) {
   return buffer;
 }
 
+// Copies text into a malloc'd C string the caller frees with gossip_rdzv_free.
+char* copy_text(const std::string& text) {
+  char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
+  if (buffer == nullptr) throw std::bad_alloc();
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+  return buffer;
+}
+
 std::vector<std::string> key_list(const char* const* keys, size_t count) {
   std::vector<std::string> out;
   for (size_t i = 0; i < count; ++i) {
@@ -359,12 +367,8 @@ int gossip_rdzv_assignment_env(const gossip_rdzv_assignment* a, uint32_t local_r
   if (a == nullptr || out == nullptr) return usage("gossip_rdzv_assignment_env: NULL argument");
   *out = nullptr;
   return guarded([&] {
-    const std::string text = gossip_rdzv::format_env(
-        gossip_rdzv::torch_env(a->assignment, local_rank), gossip_rdzv::EnvFormat::env);
-    char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
-    if (buffer == nullptr) throw std::bad_alloc();
-    std::memcpy(buffer, text.c_str(), text.size() + 1);
-    *out = buffer;
+    *out = copy_text(gossip_rdzv::format_env(gossip_rdzv::torch_env(a->assignment, local_rank),
+                                             gossip_rdzv::EnvFormat::env));
   });
 }
 
@@ -502,6 +506,22 @@ int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count) {
   if (store == nullptr || count == nullptr)
     return usage("gossip_rdzv_store_num_keys: NULL argument");
   return guarded([&] { *count = store->store->num_keys(); });
+}
+
+int gossip_rdzv_store_member_stats(gossip_rdzv_store* store, char** text) {
+  if (store == nullptr || text == nullptr) {
+    return usage("gossip_rdzv_store_member_stats: NULL argument");
+  }
+  *text = nullptr;
+  return guarded([&] {
+    std::string lines;
+    for (const auto& member : store->store->member_stats()) {
+      lines += member.member + " " + std::to_string(member.home_requests) + " " +
+               std::to_string(member.client_requests) + " " + std::to_string(member.forwarded) +
+               " " + std::to_string(member.keys) + "\n";
+    }
+    *text = copy_text(lines);
+  });
 }
 
 int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms) {

@@ -499,6 +499,8 @@ class StoreSidecar : public runtime::Sidecar {
   void on_committed(protocol::Time now, const Assignment& assignment) override {
     service_.on_committed(now, assignment);
   }
+  void on_member_dead(const std::string& endpoint) override { service_.on_member_dead(endpoint); }
+  void on_member_alive(const std::string& endpoint) override { service_.on_member_alive(endpoint); }
   void on_tick(protocol::Time now) override {
     service_.on_tick(now);
     while (auto warning = service_.poll_warning()) log_->warn("{}", runtime::printable(*warning));

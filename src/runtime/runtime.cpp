@@ -216,6 +216,7 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
     log_->trace("<- {} from {}", protocol::to_string(protocol::message_type(envelope.body)),
                 printable(envelope.sender));
     core_.on_message(now, envelope);
+    if (sidecar_) sidecar_->on_member_alive(envelope.sender);
     return;
   }
   const protocol::DecodeError& error = result.error();
@@ -254,10 +255,12 @@ void Runtime::apply_event(const protocol::Event& event) {
         } else if constexpr (std::is_same_v<E, protocol::MemberUp>) {
           log_->info("member up: {} {} (nproc {})", printable(e.member.hostname),
                      printable(e.member.endpoint), e.member.nproc);
+          if (sidecar_) sidecar_->on_member_alive(e.member.endpoint);
         } else if constexpr (std::is_same_v<E, protocol::MemberSuspected>) {
           log_->debug("member suspected: {}", printable(e.endpoint));
         } else if constexpr (std::is_same_v<E, protocol::MemberDead>) {
           log_->info("member dead: {}", printable(e.endpoint));
+          if (sidecar_) sidecar_->on_member_dead(e.endpoint);
         } else if constexpr (std::is_same_v<E, protocol::Committed>) {
           const Assignment& a = e.assignment;
           log_->info(

@@ -54,6 +54,12 @@ class Sidecar {
   virtual void on_committed(protocol::Time now, const Assignment& assignment) = 0;
   /// Called after every step of the loop.
   virtual void on_tick(protocol::Time now) = 0;
+  /// The membership declared `endpoint` dead: SWIM keeps running after the commit, so a
+  /// sidecar learns of deaths while it serves.
+  virtual void on_member_dead(const std::string& /*endpoint*/) {}
+  /// `endpoint` is alive: it joined or restarted, or a message from it arrived (the only sign
+  /// of a member that refuted a wrong declaration of its death).
+  virtual void on_member_alive(const std::string& /*endpoint*/) {}
   virtual std::vector<Send> take_sends() = 0;
   virtual std::optional<protocol::Time> next_wakeup() const = 0;
 };

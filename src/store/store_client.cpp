@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -29,6 +30,10 @@ using std::chrono::milliseconds;
 constexpr milliseconds kAgentGrace{4000};
 // How often a waiting client wakes to check its deadline.
 constexpr milliseconds kPollSlice{1000};
+// A waiting request asks its agent this often whether it is still there (Op::ping), so a dead
+// agent ends the wait with unavailable within seconds, not at the request's timeout (torch's
+// is 300 s), nor never (timeout 0).
+constexpr milliseconds kAgentCheckInterval{5000};
 
 std::string seconds_text(milliseconds duration) {
   if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + " s";
@@ -111,7 +116,10 @@ struct Store::Impl {
   std::uint64_t next_id = std::random_device{}();
 
   void connect();
+  void send(const store::StoreRequest& request);
   store::StoreResponse perform(store::StoreRequest request, milliseconds timeout);
+  [[noreturn]] void agent_silent(const store::StoreRequest& request,
+                                 const std::string& how_long) const;
   [[noreturn]] void fail(const store::StoreRequest& request, const store::StoreResponse& response,
                          milliseconds timeout) const;
 };
@@ -139,6 +147,59 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
   request.reply_to = reply_to;
   request.timeout_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0));
   request.timeout_ms = std::min(request.timeout_ms, store::kMaxTimeoutMs);
+  send(request);
+  const std::optional<Clock::time_point> deadline =
+      request.timeout_ms == 0 ? std::nullopt : std::optional(Clock::now() + timeout + kAgentGrace);
+  // The outstanding check of the agent (request id, sent at), and when the next one is due.
+  std::optional<std::pair<std::uint64_t, Clock::time_point>> check;
+  Clock::time_point next_check = Clock::now() + kAgentCheckInterval;
+  while (!deadline || Clock::now() < *deadline) {
+    milliseconds wait = kPollSlice;
+    if (deadline) {
+      wait = std::min(wait, std::chrono::ceil<milliseconds>(*deadline - Clock::now()));
+    }
+    if (check && Clock::now() - check->second >= kAgentGrace) {
+      agent_silent(request,
+                   "to a check within " + seconds_text(kAgentGrace) + " while the request waited");
+    } else if (!check && Clock::now() >= next_check) {
+      store::StoreRequest ping;
+      ping.run_id = options.run_id;
+      ping.request_id = next_id++;
+      ping.reply_to = reply_to;
+      ping.op = store::Op::ping;
+      send(ping);
+      check.emplace(ping.request_id, Clock::now());
+    }
+    auto message = transport->receive(std::max(wait, milliseconds(1)));
+    if (!message) continue;
+    auto decoded = store::decode_store(message->data(), message->size());
+    auto* parsed = std::get_if<store::StoreMessage>(&decoded);
+    if (!parsed) continue;
+    auto* response = std::get_if<store::StoreResponse>(parsed);
+    if (response && check && response->request_id == check->first) {
+      // Any answer, even a refusal from an agent that predates the check, shows it is there.
+      check.reset();
+      next_check = Clock::now() + kAgentCheckInterval;
+      continue;
+    }
+    // Answers to earlier requests that timed out here may still arrive: skip them.
+    if (!response || response->request_id != request.request_id) continue;
+    if (response->status != store::Status::ok) fail(request, *response, timeout);
+    return std::move(*response);
+  }
+  agent_silent(request, "within " + seconds_text(timeout + kAgentGrace));
+}
+
+void Store::Impl::agent_silent(const store::StoreRequest& request,
+                               const std::string& how_long) const {
+  throw StoreError(StoreErrorCode::unavailable,
+                   std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
+                       "): the gossip-rdzv agent at " + options.agent + " did not answer " +
+                       how_long + ": is `gossip-rdzv join` still running on this machine, and " +
+                       "is GOSSIP_RDZV_STORE right?");
+}
+
+void Store::Impl::send(const store::StoreRequest& request) {
   const auto bytes = store::encode(store::StoreMessage(request));
   if (bytes.size() > store::kMaxStoreMessageBytes) {
     throw StoreError(StoreErrorCode::too_large,
@@ -150,30 +211,6 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
     throw StoreError(StoreErrorCode::unavailable,
                      "cannot send to the gossip-rdzv agent at " + options.agent);
   }
-  const std::optional<Clock::time_point> deadline =
-      request.timeout_ms == 0 ? std::nullopt : std::optional(Clock::now() + timeout + kAgentGrace);
-  while (!deadline || Clock::now() < *deadline) {
-    milliseconds wait = kPollSlice;
-    if (deadline) {
-      wait = std::min(wait, std::chrono::ceil<milliseconds>(*deadline - Clock::now()));
-    }
-    auto message = transport->receive(std::max(wait, milliseconds(1)));
-    if (!message) continue;
-    auto decoded = store::decode_store(message->data(), message->size());
-    auto* parsed = std::get_if<store::StoreMessage>(&decoded);
-    if (!parsed) continue;
-    auto* response = std::get_if<store::StoreResponse>(parsed);
-    // Answers to earlier requests that timed out here may still arrive: skip them.
-    if (!response || response->request_id != request.request_id) continue;
-    if (response->status != store::Status::ok) fail(request, *response, timeout);
-    return std::move(*response);
-  }
-  throw StoreError(StoreErrorCode::unavailable,
-                   std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
-                       "): the gossip-rdzv agent at " + options.agent + " did not answer within " +
-                       seconds_text(timeout + kAgentGrace) +
-                       ": is `gossip-rdzv join` still running on this machine, and is " +
-                       "GOSSIP_RDZV_STORE right?");
 }
 
 void Store::Impl::fail(const store::StoreRequest& request, const store::StoreResponse& response,
@@ -319,6 +356,20 @@ bool Store::delete_key(const std::string& key) {
 
 std::int64_t Store::num_keys() {
   return impl_->perform(make(store::Op::num_keys, {}), timeout()).number;
+}
+
+std::vector<StoreMemberStats> Store::member_stats() {
+  const auto response = impl_->perform(make(store::Op::stats, {}), timeout());
+  std::vector<StoreMemberStats> members;
+  for (const auto& value : response.values) {
+    const auto stats = store::decode_member_stats(value);
+    if (!stats) throw StoreError(StoreErrorCode::unavailable, "stats: malformed answer");
+    members.push_back(StoreMemberStats{stats->member, stats->home_requests, stats->client_requests,
+                                       stats->forwarded, stats->keys});
+  }
+  std::sort(members.begin(), members.end(),
+            [](const auto& a, const auto& b) { return a.member < b.member; });
+  return members;
 }
 
 milliseconds Store::timeout() const {

@@ -3,6 +3,8 @@
 //              values, amount, timeout_ms]
 //   response: [magic, version, run_id, 2, request_id, sender, status, values, number, key,
 //              detail, home]
+//   member stats (a value of a stats response):
+//             [member, home_requests, client_requests, forwarded, keys]
 // The first six fields keep their place in every version, so a request of another version
 // can still be answered with a refusal.
 #include "store/store_codec.hpp"
@@ -21,6 +23,7 @@ constexpr std::uint64_t kTypeResponse = 2;
 constexpr std::size_t kRequestFields = 13;
 constexpr std::size_t kResponseFields = 12;
 constexpr std::size_t kHeaderFields = 6;
+constexpr std::size_t kMemberStatsFields = 5;
 // message > keys/values > one key or value: three levels; one spare.
 constexpr std::size_t kMaxDepth = 4;
 constexpr std::size_t kMaxMapEntries = 0;
@@ -188,9 +191,13 @@ StoreRequest read_request_header(Fields& fields, std::string run_id) {
   return request;
 }
 
-StoreMessage read_request(Fields& fields, std::string run_id) {
-  if (fields.size() != kRequestFields) reject("request: wrong number of fields");
+// Once the header is read, a bad field is answered (refused, with the reason): a request of a
+// newer client (an op this agent does not know) gets an error, not silence.
+StoreMessage read_request(Fields& fields, std::string run_id,
+                          std::optional<StoreRequest>& answerable) {
   StoreRequest request = read_request_header(fields, std::move(run_id));
+  answerable = request;
+  if (fields.size() != kRequestFields) reject("request: wrong number of fields");
   request.round =
       static_cast<std::uint32_t>(fields.u64("round", std::numeric_limits<std::uint32_t>::max()));
   request.at_home = fields.boolean("at_home");
@@ -245,7 +252,7 @@ StoreDecodeResult decode_checked(const std::uint8_t* data, std::size_t size,
     reject("store protocol version " + std::to_string(version) + ", this program speaks " +
            std::to_string(kStoreVersion) + ": run the same gossip-rdzv release everywhere");
   }
-  if (type == kTypeRequest) return read_request(fields, std::move(run_id));
+  if (type == kTypeRequest) return read_request(fields, std::move(run_id), answerable);
   if (type == kTypeResponse) return read_response(fields, std::move(run_id));
   reject("type " + std::to_string(type) + " is neither request (1) nor response (2)");
 }
@@ -288,6 +295,41 @@ StoreDecodeResult decode_store(const std::uint8_t* data, std::size_t size) noexc
     return StoreDecodeError{"out of memory while decoding", std::nullopt};
   } catch (const std::exception& error) {
     return StoreDecodeError{error.what(), std::nullopt};
+  }
+}
+
+Bytes encode_member_stats(const MemberStats& stats) {
+  Packer p;
+  p.array(kMemberStatsFields);
+  p.str(stats.member);
+  p.u64(stats.home_requests);
+  p.u64(stats.client_requests);
+  p.u64(stats.forwarded);
+  p.u64(stats.keys);
+  return p.take();
+}
+
+std::optional<MemberStats> decode_member_stats(const Bytes& bytes) noexcept {
+  try {
+    std::size_t offset = 0;
+    msgpack::object_handle handle =
+        msgpack::unpack(reinterpret_cast<const char*>(bytes.data()), bytes.size(), offset, nullptr,
+                        nullptr, kLimits);
+    const msgpack::object& root = handle.get();
+    if (offset != bytes.size() || root.type != msgpack::type::ARRAY ||
+        root.via.array.size != kMemberStatsFields) {
+      return std::nullopt;
+    }
+    Fields fields(root);
+    MemberStats stats;
+    stats.member = fields.str("member");
+    stats.home_requests = fields.u64("home_requests");
+    stats.client_requests = fields.u64("client_requests");
+    stats.forwarded = fields.u64("forwarded");
+    stats.keys = fields.u64("keys");
+    return stats;
+  } catch (...) {
+    return std::nullopt;  // truncated, malformed or over a limit: not a stats record
   }
 }
 

@@ -70,7 +70,8 @@ std::vector<std::uint8_t> encode(const StoreMessage& message);
 struct StoreDecodeError {
   std::string detail;
   /// Filled when the message was readable enough to answer: a request's run id, id and
-  /// reply address (e.g. for a request of another store version).
+  /// reply address (a request of another store version, or one whose header is readable but
+  /// a later field is not, e.g. an op this program does not know).
   std::optional<StoreRequest> answerable;
 };
 
@@ -78,5 +79,19 @@ using StoreDecodeResult = std::variant<StoreMessage, StoreDecodeError>;
 
 /// Never throws; memory use is bounded by a small multiple of `size`.
 StoreDecodeResult decode_store(const std::uint8_t* data, std::size_t size) noexcept;
+
+/// What one member answers to Op::stats: the load it carried since it started, one value of
+/// the response (a msgpack array [member, home_requests, client_requests, forwarded, keys]).
+struct MemberStats {
+  std::string member;  ///< its gossip endpoint
+  std::uint64_t home_requests = 0;
+  std::uint64_t client_requests = 0;
+  std::uint64_t forwarded = 0;
+  std::uint64_t keys = 0;
+  bool operator==(const MemberStats&) const = default;
+};
+Bytes encode_member_stats(const MemberStats& stats);
+/// Empty when `bytes` is not an encoded MemberStats. Never throws.
+std::optional<MemberStats> decode_member_stats(const Bytes& bytes) noexcept;
 
 }  // namespace gossip_rdzv::store

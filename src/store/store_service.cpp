@@ -75,10 +75,15 @@ void StoreService::handle_request(Time now, StoreRequest request) {
     return;
   }
   if (request.at_home) {
+    dead_homes_.erase(request.reply_to);  // an agent that sends us parts is alive
     serve_as_home(now, request);
     return;
   }
-  ++stats_.client_requests;
+  if (request.op == Op::ping) {
+    respond(request.reply_to, answer_to(request));
+    return;
+  }
+  if (request.op != Op::stats) ++stats_.client_requests;
   if (homes_) {
     dispatch(now, request);
     return;
@@ -99,10 +104,21 @@ void StoreService::serve_as_home(Time now, const StoreRequest& request) {
                ": an agent of another round (restarted nodes?) sent it");
     return;
   }
+  if (request.op == Op::stats) {
+    StoreResponse response = answer_to(request);
+    response.values.push_back(encode_member_stats(member_stats()));
+    respond(request.reply_to, std::move(response));
+    return;
+  }
   ++stats_.home_requests;
   const StoreState::Ticket ticket = next_id_++;
   origins_[ticket] = Origin{std::nullopt, request.reply_to, request.request_id};
   state_.apply(now, ticket, to_state_request(now, request));
+}
+
+MemberStats StoreService::member_stats() const {
+  return MemberStats{options_.self_endpoint, stats_.home_requests, stats_.client_requests,
+                     stats_.forwarded, state_.num_keys()};
 }
 
 Request StoreService::to_state_request(Time now, const StoreRequest& request) const {
@@ -124,7 +140,7 @@ void StoreService::dispatch(Time now, const StoreRequest& request) {
     call.deadline = now + to_time(request.timeout_ms) + options_.home_grace;
     call_deadlines_.emplace(*call.deadline, call_id);
   }
-  if (request.op == Op::num_keys) {
+  if (request.op == Op::num_keys || request.op == Op::stats) {
     for (const auto& member : homes_->members()) send_part(now, request, call_id, member, {});
     return;
   }
@@ -158,7 +174,22 @@ void StoreService::send_part(Time now, const StoreRequest& request, std::uint64_
   Part& record = parts_[part.request_id];
   record.call_id = call_id;
   record.key_indices = std::move(key_indices);
+  record.keys = part.keys;
   record.home = home;
+  if (dead_homes_.count(home)) {
+    answer_locally(part.request_id, dead_home_reply(record));
+    return;
+  }
+  if (request.op == Op::stats) {
+    if (home == options_.self_endpoint) {
+      Reply reply;
+      reply.values.push_back(encode_member_stats(member_stats()));
+      answer_locally(part.request_id, std::move(reply));
+    } else {
+      outgoing_.push_back(Outgoing{home, encode(StoreMessage(std::move(part)))});
+    }
+    return;
+  }
   if (home == options_.self_endpoint) {
     ++stats_.home_requests;
     const StoreState::Ticket ticket = next_id_++;
@@ -171,7 +202,42 @@ void StoreService::send_part(Time now, const StoreRequest& request, std::uint64_
   outgoing_.push_back(Outgoing{home, encode(StoreMessage(std::move(part)))});
 }
 
+void StoreService::answer_locally(std::uint64_t part_id, Reply reply) {
+  local_answers_.emplace_back(part_id, std::move(reply));
+}
+
+Reply StoreService::dead_home_reply(const Part& part) const {
+  Reply reply;
+  reply.status = Status::unavailable;
+  reply.key = part.keys.empty() ? "" : part.keys.front();
+  reply.detail = "the home member " + describe_member(part.home) +
+                 " was declared dead by the membership (it stopped answering probes); the "
+                 "keys it held are lost (the store keeps one copy of each key)";
+  return reply;
+}
+
+void StoreService::on_member_dead(const std::string& endpoint) {
+  if (endpoint == options_.self_endpoint) return;
+  dead_homes_.insert(endpoint);
+  std::vector<std::uint64_t> waiting;
+  for (const auto& [part_id, part] : parts_) {
+    if (part.home == endpoint) waiting.push_back(part_id);
+  }
+  for (const std::uint64_t part_id : waiting) {
+    const auto found = parts_.find(part_id);
+    if (found == parts_.end()) continue;  // its call failed already through another part
+    const Reply reply = dead_home_reply(found->second);
+    complete_part(part_id, reply, endpoint);
+  }
+  if (!waiting.empty() && warnings_.size() < kMaxWarnings) {
+    warnings_.push_back("store: " + describe_member(endpoint) + " was declared dead; " +
+                        std::to_string(waiting.size()) +
+                        " request(s) waiting for it failed as unavailable");
+  }
+}
+
 void StoreService::handle_response(const StoreResponse& response) {
+  dead_homes_.erase(response.sender);  // it answered: alive
   auto part = parts_.find(response.request_id);
   if (part == parts_.end()) return;  // its call finished already (error or timeout)
   Reply reply{response.status, response.values, response.number, response.key, response.detail};
@@ -180,6 +246,14 @@ void StoreService::handle_response(const StoreResponse& response) {
 }
 
 void StoreService::drain_state() {
+  while (!local_answers_.empty()) {
+    auto [part_id, reply] = std::move(local_answers_.front());
+    local_answers_.pop_front();
+    auto part = parts_.find(part_id);
+    if (part == parts_.end()) continue;  // its call finished already
+    const std::string home = part->second.home;
+    complete_part(part_id, reply, home);
+  }
   while (auto answered = state_.poll_reply()) {
     auto origin = origins_.find(answered->first);
     if (origin == origins_.end()) continue;
@@ -223,6 +297,9 @@ void StoreService::complete_part(std::uint64_t part_id, const Reply& reply,
     case Op::num_keys:
       call.number += reply.number;
       break;
+    case Op::stats:
+      call.values.insert(call.values.end(), reply.values.begin(), reply.values.end());
+      break;
     case Op::add:
     case Op::delete_key:
     case Op::compare_set:
@@ -231,6 +308,7 @@ void StoreService::complete_part(std::uint64_t part_id, const Reply& reply,
       break;
     case Op::set:
     case Op::wait:
+    case Op::ping:
       break;
   }
   if (call.parts.empty()) {
@@ -277,11 +355,16 @@ void StoreService::respond(const std::string& to, StoreResponse response) {
   outgoing_.push_back(Outgoing{to, std::move(bytes)});
 }
 
-void StoreService::refuse(const StoreRequest& request, Status status, const std::string& detail) {
+StoreResponse StoreService::answer_to(const StoreRequest& request) const {
   StoreResponse response;
   response.run_id = options_.run_id;
   response.request_id = request.request_id;
   response.sender = options_.self_endpoint;
+  return response;
+}
+
+void StoreService::refuse(const StoreRequest& request, Status status, const std::string& detail) {
+  StoreResponse response = answer_to(request);
   response.status = status;
   response.detail = detail;
   response.home = options_.self_endpoint;

@@ -43,9 +43,11 @@ struct Outgoing {
   Bytes bytes;
 };
 
+/// The load this agent carried since it started. Op::stats requests (which read these) are
+/// not counted in them. Clients read every member's with Store::member_stats().
 struct ServiceStats {
   std::uint64_t client_requests = 0;  ///< requests from workers (or any client)
-  std::uint64_t home_requests = 0;    ///< requests this node applied as a home
+  std::uint64_t home_requests = 0;    ///< requests (parts) this node applied as a home
   std::uint64_t forwarded = 0;        ///< parts sent to another home
   std::uint64_t refused = 0;          ///< undecodable, other run, other version
 };
@@ -60,6 +62,14 @@ class StoreService {
   void on_bytes(Time now, const std::uint8_t* data, std::size_t size);
   /// Expires parked requests and requests whose home did not answer.
   void on_tick(Time now);
+  /// The membership declared `endpoint` dead (SWIM, after the commit): every request waiting
+  /// for it as a home fails now with Status::unavailable naming the key and the home, and
+  /// new ones fail at once, until it is seen alive again (on_member_alive, or a store
+  /// message from it).
+  void on_member_dead(const std::string& endpoint);
+  /// `endpoint` is alive after all (it joined or restarted, or a message from it arrived):
+  /// it is a home again.
+  void on_member_alive(const std::string& endpoint) { dead_homes_.erase(endpoint); }
 
   std::optional<Outgoing> poll_send();
   /// Something worth a log line (a refused peer, a silent home), oldest first.
@@ -87,6 +97,7 @@ class StoreService {
   struct Part {
     std::uint64_t call_id = 0;
     std::vector<std::size_t> key_indices;
+    std::vector<std::string> keys;  ///< the keys of key_indices, to name them in errors
     std::string home;
     std::optional<StoreState::Ticket> local_ticket;  ///< set when this node is the home
   };
@@ -109,7 +120,14 @@ class StoreService {
   void finish_call(std::uint64_t call_id, const Reply& reply, const std::string& home);
   void respond(const std::string& to, StoreResponse response);
   void refuse(const StoreRequest& request, Status status, const std::string& detail);
+  /// An ok response to `request` from this node, to fill in.
+  StoreResponse answer_to(const StoreRequest& request) const;
   void expire_calls(Time now);
+  MemberStats member_stats() const;
+  /// A reply to one of our own parts that needs no message (this node is the home of a stats
+  /// part, or the home is dead); answered in drain_state(), never inside dispatch().
+  void answer_locally(std::uint64_t part_id, Reply reply);
+  Reply dead_home_reply(const Part& part) const;
   void expire_waiting_for_view(Time now);
   Request to_state_request(Time now, const StoreRequest& request) const;
 
@@ -123,6 +141,8 @@ class StoreService {
   std::unordered_map<StoreState::Ticket, Origin> origins_;
   std::set<std::pair<Time, std::uint64_t>> call_deadlines_;
   std::deque<std::pair<Time, StoreRequest>> waiting_for_view_;  ///< (arrival, request)
+  std::deque<std::pair<std::uint64_t, Reply>> local_answers_;   ///< (part id, reply)
+  std::set<std::string> dead_homes_;  ///< declared dead and not heard from since
   std::deque<Outgoing> outgoing_;
   std::deque<std::string> warnings_;
   ServiceStats stats_;

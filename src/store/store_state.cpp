@@ -80,6 +80,11 @@ void StoreState::apply_now(Time now, Ticket ticket, const Request& request) {
       answer(ticket, std::move(reply));
       return;
     }
+    case Op::stats:
+    case Op::ping:
+      // The agent answers these itself (StoreService); a home never gets one.
+      answer(ticket, error_reply(Status::bad_request, "", "answered by the agent, not a home"));
+      return;
   }
 }
 

@@ -20,6 +20,10 @@ std::string_view to_string(Op op) {
       return "num_keys";
     case Op::wait:
       return "wait";
+    case Op::stats:
+      return "stats";
+    case Op::ping:
+      return "ping";
   }
   return "unknown";
 }
@@ -65,6 +69,8 @@ std::string shape_error(const Request& request) {
       if (keys != 1 || values != 2) return op + " needs one key and two values";
       return "";
     case Op::num_keys:
+    case Op::stats:
+    case Op::ping:
       if (keys != 0 || values != 0) return op + " takes no keys and no values";
       return "";
   }

@@ -25,8 +25,10 @@ enum class Op : std::uint8_t {
   delete_key = 6,   ///< one key; number = 1 when it existed
   num_keys = 7,     ///< no keys; number = keys held
   wait = 8,         ///< like get without the values
+  stats = 9,        ///< no keys; each member answers its MemberStats (not counted in them)
+  ping = 10,        ///< no keys; the agent answers at once: a client waiting for ever checks it
 };
-inline constexpr std::uint8_t kMaxOp = 8;
+inline constexpr std::uint8_t kMaxOp = 10;
 
 /// Wire codes are frozen: append, never renumber.
 enum class Status : std::uint8_t {

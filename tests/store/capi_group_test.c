@@ -160,6 +160,23 @@ int main(void) {
   CHECK(status == GOSSIP_RDZV_E_STORE_TIMEOUT);
   CHECK(strstr(gossip_rdzv_last_error(), "missing-key") != NULL);
   CHECK(strcmp(gossip_rdzv_status_name(status), "store_timeout") == 0);
+  /* Every member's load: one line per node, five fields; its requests are not counted. */
+  char* stats = NULL;
+  REQUIRE_OK(gossip_rdzv_store_member_stats(reader, &stats));
+  int lines = 0;
+  unsigned long long served_total = 0;
+  for (const char* line = stats; *line != '\0'; line = strchr(line, '\n') + 1) {
+    char member[64];
+    unsigned long long served = 0, clients = 0, forwarded = 0, held = 0;
+    CHECK(sscanf(line, "%63s %llu %llu %llu %llu", member, &served, &clients, &forwarded, &held) ==
+          5);
+    served_total += served;
+    ++lines;
+    if (strchr(line, '\n') == NULL) break;
+  }
+  CHECK(lines == NODES);
+  CHECK(served_total > 0);
+  gossip_rdzv_free(stats);
   gossip_rdzv_store_free(writer);
   gossip_rdzv_store_free(reader);
 

@@ -4,6 +4,7 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -152,10 +153,60 @@ TEST(StoreCodec, OtherVersionIsRefusedButAnswerable) {
   EXPECT_EQ(error.answerable->request_id, 77u);
 }
 
+TEST(StoreCodec, RequestWithAnUnknownOpIsAnswerable) {
+  StoreRequest r = sample_request();
+  r.op = Op::ping;
+  r.keys.clear();
+  r.values.clear();
+  auto bytes = encode(StoreMessage(r));
+  // The op follows at_home (0xc3, true): make it 99, an op no release has.
+  const auto at = std::find(bytes.begin(), bytes.end(), 0xc3);
+  ASSERT_NE(at, bytes.end());
+  ASSERT_EQ(*(at + 1), static_cast<std::uint8_t>(Op::ping));
+  *(at + 1) = 99;
+  auto result = decode_store(bytes.data(), bytes.size());
+  ASSERT_TRUE(std::holds_alternative<StoreDecodeError>(result));
+  const auto& error = std::get<StoreDecodeError>(result);
+  EXPECT_NE(error.detail.find("op"), std::string::npos) << error.detail;
+  ASSERT_TRUE(error.answerable);
+  EXPECT_EQ(error.answerable->request_id, 77u);
+  EXPECT_EQ(error.answerable->reply_to, "127.0.0.1:40000");
+}
+
 TEST(StoreCodec, TrailingBytesAreRefused) {
   auto bytes = encode(StoreMessage(sample_response()));
   bytes.push_back(0xc0);
   EXPECT_TRUE(std::holds_alternative<StoreDecodeError>(decode_store(bytes.data(), bytes.size())));
+}
+
+TEST(StoreCodec, MemberStatsRoundTrip) {
+  const MemberStats stats{"[::1]:29400", 12, 34, 5, 6};
+  EXPECT_EQ(decode_member_stats(encode_member_stats(stats)), stats);
+}
+
+TEST(StoreCodec, MemberStatsFromGarbageIsEmpty) {
+  auto bytes = encode_member_stats(MemberStats{"127.0.0.1:1", 1, 2, 3, 4});
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(decode_member_stats(Bytes(bytes.begin(), bytes.begin() + cut))) << cut;
+  }
+  bytes[1] = 0xc0;  // the member is nil instead of a string
+  EXPECT_FALSE(decode_member_stats(bytes));
+  EXPECT_FALSE(decode_member_stats(encode(StoreMessage(sample_response()))));
+}
+
+TEST(StoreCodec, StatsRequestTakesNoKeys) {
+  StoreRequest r = sample_request();
+  r.op = Op::stats;
+  r.values.clear();
+  const auto bytes = encode(StoreMessage(r));
+  auto result = decode_store(bytes.data(), bytes.size());
+  ASSERT_TRUE(std::holds_alternative<StoreDecodeError>(result));
+  EXPECT_NE(std::get<StoreDecodeError>(result).detail.find("stats"), std::string::npos);
+  r.keys.clear();
+  const auto good = encode(StoreMessage(r));
+  result = decode_store(good.data(), good.size());
+  ASSERT_TRUE(std::holds_alternative<StoreMessage>(result));
+  EXPECT_EQ(std::get<StoreRequest>(std::get<StoreMessage>(result)), r);
 }
 
 }  // namespace

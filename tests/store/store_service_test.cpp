@@ -232,6 +232,102 @@ TEST(StoreService, DeadHomeIsReportedUnavailableAfterTheGrace) {
   EXPECT_NE(got->detail.find("node rank 2"), std::string::npos) << got->detail;
 }
 
+std::string key_homed_at(Net& net, std::size_t nodes, std::size_t home) {
+  std::vector<std::string> endpoints;
+  for (std::size_t i = 0; i < nodes; ++i) endpoints.push_back(net.endpoint(i));
+  HomeMap homes(endpoints);
+  std::string key;
+  for (int i = 0; homes.home_of(key) != net.endpoint(home); ++i) key = "k" + std::to_string(i);
+  return key;
+}
+
+TEST(StoreService, DeclaredDeathReleasesAGetThatWaitsForEver) {
+  Net net(4);
+  net.commit_all();
+  const std::string key = key_homed_at(net, 4, 3);
+  const auto id = net.send(0, req(Op::get, {key}, {}, /*timeout_ms=*/0));
+  net.advance(std::chrono::hours(1));
+  EXPECT_FALSE(net.answer(id));  // parked at its home, no deadline
+  net.dead.insert(net.endpoint(3));
+  net.service(0).on_member_dead(net.endpoint(3));
+  net.pump();
+  auto got = net.answer(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, Status::unavailable);
+  EXPECT_EQ(got->key, key);
+  EXPECT_NE(got->home.find(net.endpoint(3)), std::string::npos) << got->home;
+  EXPECT_NE(got->detail.find("declared dead"), std::string::npos) << got->detail;
+  EXPECT_TRUE(net.service(0).invariants());
+}
+
+TEST(StoreService, RequestsForADeadHomeFailAtOnceUntilItIsBack) {
+  Net net(4);
+  net.commit_all();
+  const std::string key = key_homed_at(net, 4, 2);
+  net.service(1).on_member_dead(net.endpoint(2));
+  const auto got = net.call(1, req(Op::wait, {key, "other"}, {}, 0));
+  EXPECT_EQ(got.status, Status::unavailable);
+  EXPECT_EQ(got.key, key);
+  // Keys on live homes are not affected.
+  const std::string alive_key = key_homed_at(net, 4, 3);
+  EXPECT_EQ(net.call(1, req(Op::set, {alive_key}, {b("v")})).status, Status::ok);
+  // The membership sees it again (restarted, or a refuted suspicion): it is a home again.
+  net.service(1).on_member_alive(net.endpoint(2));
+  EXPECT_EQ(net.call(1, req(Op::set, {key}, {b("v")})).status, Status::ok);
+}
+
+TEST(StoreService, AStoreMessageFromADeclaredDeadHomeShowsItAlive) {
+  Net net(2);
+  net.commit_all();
+  const std::string key = key_homed_at(net, 2, 1);
+  net.service(0).on_member_dead(net.endpoint(1));
+  EXPECT_EQ(net.call(0, req(Op::set, {key}, {b("v")})).status, Status::unavailable);
+  // Node 1 forwards a part to node 0 (a key homed there): node 0 hears from it.
+  EXPECT_EQ(net.call(1, req(Op::set, {key_homed_at(net, 2, 0)}, {b("v")})).status, Status::ok);
+  EXPECT_EQ(net.call(0, req(Op::set, {key}, {b("v")})).status, Status::ok);
+}
+
+TEST(StoreService, StatsCountWhatEachMemberServedAndNotThemselves) {
+  Net net(4);
+  net.commit_all();
+  for (int i = 0; i < 100; ++i) {
+    net.call(static_cast<std::size_t>(i) % 4, req(Op::set, {"s" + std::to_string(i)}, {b("v")}));
+  }
+  auto read = [&](std::size_t agent) {
+    const auto got = net.call(agent, req(Op::stats, {}));
+    EXPECT_EQ(got.status, Status::ok);
+    std::map<std::string, MemberStats> by_member;
+    for (const auto& value : got.values) {
+      const auto stats = decode_member_stats(value);
+      EXPECT_TRUE(stats);
+      if (stats) by_member[stats->member] = *stats;
+    }
+    return by_member;
+  };
+  const auto first = read(2);
+  ASSERT_EQ(first.size(), 4u);
+  std::uint64_t served = 0, keys = 0, clients = 0;
+  for (const auto& [member, stats] : first) {
+    served += stats.home_requests;
+    keys += stats.keys;
+    clients += stats.client_requests;
+    EXPECT_GT(stats.home_requests, 0u) << member;  // 100 keys over 4 homes: all get some
+  }
+  EXPECT_EQ(served, 100u);
+  EXPECT_EQ(keys, 100u);
+  EXPECT_EQ(clients, 100u);
+  EXPECT_EQ(read(0), first);  // reading them changed nothing
+}
+
+TEST(StoreService, PingIsAnsweredByTheAgentAtOnceEvenBeforeTheView) {
+  Net net(3);
+  const auto before = net.messages;
+  const auto got = net.call(1, req(Op::ping, {}));
+  EXPECT_EQ(got.status, Status::ok);
+  EXPECT_EQ(net.messages - before, 1u);  // the answer only: no home involved
+  EXPECT_EQ(net.service(1).stats().client_requests, 0u);
+}
+
 TEST(StoreService, RequestsBeforeTheViewWaitForIt) {
   Net net(2);
   const auto id = net.send(0, req(Op::set, {"early"}, {b("1")}, 10000));

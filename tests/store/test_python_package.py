@@ -75,6 +75,19 @@ class PythonPackageTest(unittest.TestCase):
         self.assertIn("node rank", str(caught.exception))
         self.assertEqual(caught.exception.name, "store_timeout")
 
+    def test_member_stats_count_what_each_home_served(self):
+        store = self.nodes[0].store(10)
+        before = store.member_stats()
+        self.assertEqual([m["member"] for m in before],
+                         sorted(node.endpoint for node in self.nodes))
+        for i in range(40):
+            store.set(f"py/stats/{i}", b"v")
+        after = store.member_stats()
+        served = [a["home_requests"] - b["home_requests"] for a, b in zip(after, before)]
+        self.assertEqual(sum(served), 40)  # the stats requests themselves are not counted
+        self.assertTrue(all(n > 0 for n in served), served)  # 40 keys over 2 homes
+        self.assertGreaterEqual(sum(m["keys"] for m in after), 40)
+
     def test_from_env_without_variable_says_so(self):
         import os
         saved = os.environ.pop("GOSSIP_RDZV_STORE", None)
