@@ -17,7 +17,7 @@ constexpr Time kNever{INT64_MAX / 4};
 constexpr std::size_t kMaxRelays = 1024;  // PingReq relays in flight; more are dropped
 // Unanswered messages to one endpoint before we call it unreachable and tell its owner: one
 // can be a connection still being set up (a lost SYN costs a second), two in a row is not.
-constexpr std::uint32_t kUnreachableAfter = 2;
+constexpr std::uint32_t kUnreachableAfter = UnreachablePeer::kReportAfter;
 // Endpoints remembered for reachability (members and joiners); past this many the memory is
 // forgotten, so a flood of spoofed joiners cannot grow it without bound.
 constexpr std::size_t kMaxReachabilityEntries = 4096;
@@ -296,6 +296,7 @@ struct Core::Impl {
     std::uint64_t generation = 0;
     std::uint32_t count = 0;
     Time since{0};
+    bool heard_meanwhile = false;
     std::optional<Time> last_notice;
   };
   Unanswered& unanswered_entry(const std::string& endpoint, std::uint64_t generation, Time now) {
@@ -303,7 +304,7 @@ struct Core::Impl {
       unanswered.clear();
     Unanswered& entry = unanswered[endpoint];
     if (entry.count == 0 || entry.generation != generation)
-      entry = Unanswered{generation, 0, now, {}};
+      entry = Unanswered{generation, 0, now, false, {}};
     return entry;
   }
 
@@ -326,6 +327,8 @@ struct Core::Impl {
         now >= seen.first_answer_at + 2 * as_time(config.timing.probe_interval)) {
       Unanswered& entry = unanswered_entry(joiner, generation, seen.first_answer_at);
       entry.count = std::max(entry.count, seen.answers);
+      entry.heard_meanwhile = true;  // this very Join
+      entry.since = std::min(entry.since, seen.first_answer_at);
     }
     ++seen.answers;  // the JoinReply handle(Join) sends now
   }
@@ -340,6 +343,8 @@ struct Core::Impl {
       if (env.sender_generation > entry.generation) unanswered.erase(it);  // it restarted
       return;
     }
+    if (entry.count == 0) return;
+    entry.heard_meanwhile = true;
     if (entry.count < kUnreachableAfter) return;
     if (entry.last_notice && now < *entry.last_notice + as_time(config.timing.probe_interval))
       return;
@@ -723,9 +728,9 @@ Snapshot Core::snapshot() const {
   }
   snap.held = s.agreement.held_view();
   for (const auto& [endpoint, entry] : s.unanswered) {
-    if (entry.count < kUnreachableAfter) continue;
-    snap.unreachable.push_back(
-        UnreachablePeer{endpoint, entry.count, entry.since, entry.last_notice.has_value()});
+    if (entry.count == 0) continue;
+    snap.unreachable.push_back(UnreachablePeer{
+        endpoint, entry.count, entry.since, entry.heard_meanwhile, entry.last_notice.has_value()});
   }
   std::sort(
       snap.unreachable.begin(), snap.unreachable.end(),

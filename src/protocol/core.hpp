@@ -105,13 +105,18 @@ struct MemberView {
   Time last_heard{0};          ///< last message from this member itself (0: never directly)
   std::string last_heard_via;  ///< who told us about it most recently
 };
-/// A member whose advertised endpoint this node cannot reach (direct probes unanswered, or
+/// A peer whose advertised endpoint does not answer this node (direct probes unanswered, or
 /// it kept re-sending Join after being answered).
 struct UnreachablePeer {
   std::string endpoint;
-  std::uint32_t unanswered = 0;
-  Time since{0};      ///< first unanswered message
+  std::uint32_t unanswered = 0;  ///< in a row
+  Time since{0};                 ///< first unanswered message
+  /// A message from it arrived meanwhile: it runs, and its address is what fails (without
+  /// this, a crashed node looks the same).
+  bool heard_meanwhile = false;
   bool told = false;  ///< a notice went back to it
+  /// The count at which a peer that is heard meanwhile is told, and reported as unreachable.
+  static constexpr std::uint32_t kReportAfter = 2;
 };
 struct Snapshot {
   bool joined = false;
@@ -119,7 +124,7 @@ struct Snapshot {
   bool done = false;
   std::vector<MemberView> members;           ///< including self (unless seed_only)
   std::optional<ViewClaim> held;             ///< the view this node holds, if any
-  std::vector<UnreachablePeer> unreachable;  ///< only those over the reporting threshold
+  std::vector<UnreachablePeer> unreachable;  ///< every peer with unanswered messages, by endpoint
 };
 
 class Core {

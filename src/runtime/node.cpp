@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <future>
 #include <iterator>
@@ -388,6 +389,19 @@ struct JoinReport {
   std::vector<std::string> silent;
 };
 
+const protocol::UnreachablePeer* unanswered_at(const protocol::Snapshot& snapshot,
+                                               const std::string& endpoint) {
+  for (const auto& peer : snapshot.unreachable) {
+    if (peer.endpoint == endpoint) return &peer;
+  }
+  return nullptr;
+}
+
+/// It runs (it keeps sending) but does not answer at its advertised endpoint.
+bool reachable_only_one_way(const protocol::UnreachablePeer& peer) {
+  return peer.heard_meanwhile && peer.unanswered >= protocol::UnreachablePeer::kReportAfter;
+}
+
 JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time now) {
   JoinReport report;
   for (const auto& member : snapshot.members) {
@@ -402,6 +416,9 @@ JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time n
               " ago";
     } else {
       line += "never heard directly";
+    }
+    if (const auto* peer = unanswered_at(snapshot, member.ann.endpoint)) {
+      line += fmt::format(", {} messages there unanswered", peer->unanswered);
     }
     if (!member.last_heard_via.empty()) {
       line += ", last news via " + runtime::printable(member.last_heard_via);
@@ -427,6 +444,11 @@ std::string and_list(const std::vector<std::string>& items) {
   return out;
 }
 
+std::string sentence_case(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
 /// What peers told this node about its own endpoint, or "" when nobody did.
 std::string told_unreachable_text(const runtime::RuntimeState& state, const std::string& self) {
   if (state.unreachable_reports.empty()) return "";
@@ -442,17 +464,18 @@ std::string told_unreachable_text(const runtime::RuntimeState& state, const std:
 std::string unreachable_peers_text(const protocol::Snapshot& snapshot, protocol::Time now) {
   std::vector<std::string> items;
   for (const auto& peer : snapshot.unreachable) {
+    if (!reachable_only_one_way(peer)) continue;  // or it stopped: "Seen and then silent"
     std::string name = runtime::printable(peer.endpoint);
     for (const auto& member : snapshot.members) {
       if (member.ann.endpoint == peer.endpoint) name = member_name(member.ann);
     }
-    items.push_back(
-        fmt::format("{} ({} messages unanswered over {}{})", name, peer.unanswered,
-                    seconds_text(std::chrono::duration_cast<milliseconds>(now - peer.since)),
-                    peer.told ? "; it was told" : ""));
+    items.push_back(fmt::format(
+        "{} ({} messages unanswered over {} while it kept sending{})", name, peer.unanswered,
+        seconds_text(std::chrono::duration_cast<milliseconds>(now - peer.since)),
+        peer.told ? "; it was told" : ""));
   }
   if (items.empty()) return "";
-  return "this node gets no answer at the advertised address of " + join_list(items) +
+  return "This node gets no answer at the advertised address of " + join_list(items) +
          ": their address does not work from here (wrong --advertise, or a firewall drops "
          "inbound traffic to their gossip port)";
 }
@@ -476,7 +499,7 @@ Error join_timeout_error(const Config& config, const protocol::Snapshot& snapsho
   if (const auto peers = unreachable_peers_text(snapshot, now); !peers.empty()) {
     text += ". " + peers;
   }
-  if (!told.empty()) text += ". " + told;
+  if (!told.empty()) text += ". " + sentence_case(told);
   return Error(ErrorCode::join_timeout, text);
 }
 
@@ -714,7 +737,8 @@ Progress Node::progress() const {
   progress.members = progress_rows(snapshot, impl_->runtime->now());
   progress.endpoint = impl_->endpoint;
   for (auto& row : progress.members) {
-    for (const auto& peer : snapshot.unreachable) row.unreachable |= peer.endpoint == row.endpoint;
+    const auto* peer = unanswered_at(snapshot, row.endpoint);
+    row.unreachable = peer != nullptr && reachable_only_one_way(*peer);
     if (row.endpoint == progress.endpoint || !row.last_heard) continue;
     progress.last_heard = std::min(progress.last_heard.value_or(*row.last_heard), *row.last_heard);
   }

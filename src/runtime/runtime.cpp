@@ -320,7 +320,6 @@ void Runtime::apply_event(const protocol::Event& event) {
       event);
 }
 
-
 void Runtime::note_unreachable_report(const protocol::UnreachableReported& report) {
   auto& reports = state_.unreachable_reports;
   auto known = std::find_if(reports.begin(), reports.end(),
@@ -335,7 +334,7 @@ void Runtime::note_unreachable_report(const protocol::UnreachableReported& repor
     *known = report;
   }
   const std::string text = fmt::format(
-      "{} cannot reach this node at {}: {} messages it sent there got no answer in {:.1f} s; {}",
+      "{} cannot reach this node at {}: {} messages it sent there in {:.1f} s got no answer; {}",
       printable(report.reporter), printable(report.tried_endpoint), report.unanswered,
       std::chrono::duration<double>(report.failing_for).count(),
       reachability_advice(report.tried_endpoint));
