@@ -194,6 +194,9 @@ struct Core::Impl {
   // ---- message handlers ----------------------------------------------------------------------
   void handle(Time now, const Envelope& env, const Join& join) {
     learn({join.self}, env.sender, now);
+    // on_message noted the sender before this Join created its row: note it now, so a
+    // joiner that goes silent right after reads "last heard", not "never heard directly".
+    table.heard_from(env.sender, env.sender_generation, now);
     note_join(now, env.sender, env.sender_generation);
     JoinReply reply;
     reply.seed_is_member = !config.seed_only;
