@@ -71,6 +71,16 @@ TEST(ProgressDisplayTest, NamesWhatCannotBeReached) {
             "10.0.0.1:29400");
 }
 
+TEST(ProgressDisplayTest, NamesFromTheNetworkCannotDriveTheTerminal) {
+  Progress progress = progress_with(1, 2, 2);
+  progress.members.push_back(MemberProgress{"10.0.0.9:1", "evil\x1b[2J", "dead", {}});
+  progress.endpoint = "10.0.0.1:1";
+  progress.unreachable_by = {"x\r\x1b[1m:1"};
+  EXPECT_EQ(ProgressDisplay::describe(progress),
+            "1/2 joined, waiting for evil?[2J (dead); peers cannot reach this node at "
+            "10.0.0.1:1: x??[1m:1");
+}
+
 TEST(ProgressDisplayTest, DescribesRange) {
   EXPECT_EQ(ProgressDisplay::describe(progress_with(1, 2, 8)),
             "1 joined, waiting for 1 more (need 2, up to 8)");

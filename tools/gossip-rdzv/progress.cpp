@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "members_format.hpp"
+
 namespace gossip_rdzv::cli {
 
 ProgressDisplay::Mode ProgressDisplay::mode_for_stderr(bool quiet) {
@@ -51,7 +53,7 @@ std::string short_name(const Progress& progress, const MemberProgress& member) {
   const auto same =
       std::count_if(progress.members.begin(), progress.members.end(),
                     [&](const MemberProgress& m) { return m.hostname == member.hostname; });
-  return member.hostname.empty() || same > 1 ? member.endpoint : member.hostname;
+  return printable(member.hostname.empty() || same > 1 ? member.endpoint : member.hostname);
 }
 
 std::string comma_list(const std::vector<std::string>& items) {
@@ -84,8 +86,9 @@ std::string reachability(const Progress& progress) {
   }
   if (!silent.empty()) text += "; no answer at the address of " + comma_list(silent);
   if (!progress.unreachable_by.empty()) {
-    text += "; peers cannot reach this node at " + progress.endpoint + ": " +
-            comma_list(progress.unreachable_by);
+    std::vector<std::string> peers;
+    for (const auto& peer : progress.unreachable_by) peers.push_back(printable(peer));
+    text += "; peers cannot reach this node at " + progress.endpoint + ": " + comma_list(peers);
   }
   return text;
 }
