@@ -351,6 +351,8 @@ struct Core::Impl {
     if (entry.count < kUnreachableAfter) return;
     if (entry.last_notice && now < *entry.last_notice + as_time(config.timing.probe_interval))
       return;
+    if (!entry.last_notice)
+      events.push_back(PeerUnreachable{env.sender, entry.count, now - entry.since});
     entry.last_notice = now;
     Unreachable notice;
     notice.tried_endpoint = env.sender;

@@ -89,13 +89,21 @@ struct UnreachableReported {
   std::uint32_t unanswered = 0;
   Time failing_for{0};
 };
+/// This node starts telling `endpoint` that its advertised endpoint does not answer here
+/// although it keeps sending (the first notice of each such episode): the other side of
+/// UnreachableReported.
+struct PeerUnreachable {
+  std::string endpoint;
+  std::uint32_t unanswered = 0;
+  Time failing_for{0};
+};
 /// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
 struct Fatal {
   ErrorCode code{};
   std::string message;
 };
 using Event = std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed,
-                           NotAdmitted, PeerRefused, Fatal, UnreachableReported>;
+                           NotAdmitted, PeerRefused, Fatal, UnreachableReported, PeerUnreachable>;
 
 /// What the core knows, for progress lines and timeout reports.
 struct MemberView {

@@ -312,6 +312,13 @@ void Runtime::apply_event(const protocol::Event& event) {
           state_.refusals.push_back(e);
         } else if constexpr (std::is_same_v<E, protocol::UnreachableReported>) {
           note_unreachable_report(e);
+        } else if constexpr (std::is_same_v<E, protocol::PeerUnreachable>) {
+          log_->warn(
+              "{} sends to this node but does not answer at that address: {} messages sent "
+              "there in {:.1f} s got no answer; told it so (the fix is on that node: its "
+              "--advertise address, or a firewall dropping inbound TCP to its gossip port)",
+              printable(e.endpoint), e.unanswered,
+              std::chrono::duration<double>(e.failing_for).count());
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
           log_->error("{}", printable(e.message));
           if (!state_.fatal) state_.fatal = e;

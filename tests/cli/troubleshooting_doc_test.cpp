@@ -145,6 +145,10 @@ const std::vector<Phrase>& phrases() {
        "{} is a loopback address, which on every other machine means that machine itself; "},
       {"src/runtime/runtime.cpp",
        "advertise an address of this machine they can reach (--advertise)"},
+      {"src/runtime/runtime.cpp",
+       "{} sends to this node but does not answer at that address: {} messages sent "},
+      {"src/runtime/runtime.cpp",
+       "there in {:.1f} s got no answer; told it so (the fix is on that node: its "},
       {"tools/gossip-rdzv/progress.cpp", "; peers cannot reach this node at "},
       {"tools/gossip-rdzv/progress.cpp", "; no answer at the address of "},
   };

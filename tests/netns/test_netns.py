@@ -181,6 +181,37 @@ class FirewallTest(NetnsCase):
                          r"it kept sending; it was told\)")
 
 
+    def test_host_closed_to_the_other_workers_but_not_to_the_seed(self) -> None:
+        # n3 drops inbound gossip from n1 and n2 only: it joins through n0, and indirect
+        # probes through n0 keep it alive, so membership alone would never say that n1 and n2
+        # cannot reach it (gloo needs every pair). Whatever the round does, n3 must hear from
+        # both that its address fails them, and both must say so about n3.
+        bad = self.lab.endpoint(3)
+        others = ", ".join(self.lab.address(h) for h in (1, 2))
+        self.lab.nft(3, "table inet grtest {\n"
+                        "  chain input { type filter hook input priority 0; "
+                        f"ip saddr {{ {others} }} tcp dport 29400 drop; }}\n"
+                        "}\n")
+        # Workers that outlive the commit keep the nodes (and their probes) running.
+        nodes = [self.join(h, "n0:29400", "--", "sleep", "60", timeout="60s")
+                 for h in range(self.hosts)]
+
+        def told_by_both() -> bool:
+            text = nodes[3].output()
+            return all(f"{self.lab.endpoint(h)} cannot reach this node at {bad}" in text
+                       for h in (1, 2))
+
+        try:
+            wait_until(told_by_both, 45, "n3 to be told by n1 and n2")
+        except TimeoutError:
+            self.fail("\n".join(f"--- {n.name}\n{n.output()}" for n in nodes))
+        for h in (1, 2):
+            self.assertIn(f"{bad} sends to this node but does not answer at that address",
+                          nodes[h].output())
+        self.assertNotIn(f"{bad} sends to this node", nodes[0].output())  # n0 reaches it
+        self.assertNotIn(f"{self.lab.endpoint(0)} cannot reach this node", nodes[3].output())
+
+
 class ReachabilityTest(NetnsCase):
     hosts = 3
 

@@ -369,6 +369,7 @@ TEST(Core, HealthyRunReportsNothingUnreachable) {
   ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 4)); }));
   net.run([] { return false; }, 5s);  // probes keep running after the commit
   for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(net.find_event<PeerUnreachable>(i), nullptr) << "node " << i;
     EXPECT_TRUE(reports_to(net, MiniNet::endpoint(i)).empty()) << "node " << i;
     EXPECT_TRUE(net.node(i)->snapshot().unreachable.empty()) << "node " << i;
   }
@@ -394,6 +395,10 @@ TEST(Core, NodeThatDropsInboundTrafficIsToldByTheSeedItCanSendTo) {
   ASSERT_NE(seen_by_seed, nullptr);
   EXPECT_TRUE(seen_by_seed->told);
   EXPECT_TRUE(seen_by_seed->heard_meanwhile);  // its joins kept coming: it runs
+  const auto* told = net.find_event<PeerUnreachable>(1);
+  ASSERT_NE(told, nullptr);
+  EXPECT_EQ(told->endpoint, bad);
+  EXPECT_GE(told->unanswered, UnreachablePeer::kReportAfter);
   EXPECT_GE(seen_by_seed->unanswered, UnreachablePeer::kReportAfter);
   // Node 2 never hears from 4: to it, 4 could as well have crashed, and it says no more.
   const auto* seen_by_other = unreachable_in(net.node(2)->snapshot(), bad);
