@@ -29,6 +29,7 @@ struct MemberProgress {
   std::string hostname;
   std::string status;                      ///< "alive", "suspect" or "dead"
   std::optional<milliseconds> last_heard;  ///< how long ago it was last heard from directly
+  bool unreachable = false;                ///< messages to its advertised endpoint go unanswered
 };
 
 struct Progress {
@@ -36,6 +37,11 @@ struct Progress {
   bool committed = false;
   std::uint32_t min_nodes = 0, max_nodes = 0;
   std::vector<MemberProgress> members;  ///< including this node
+  std::string endpoint;                 ///< this node's advertised endpoint
+  /// How long ago any other node was last heard from directly (unset: none yet).
+  std::optional<milliseconds> last_heard;
+  /// Peers that told this node they get no answer at `endpoint`.
+  std::vector<std::string> unreachable_by;
   std::uint32_t alive() const;
 };
 

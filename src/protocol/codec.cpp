@@ -27,10 +27,12 @@ static_assert(std::is_same_v<std::variant_alternative_t<5, Body>, Gossip>);
 static_assert(std::is_same_v<std::variant_alternative_t<6, Body>, Query>);
 static_assert(std::is_same_v<std::variant_alternative_t<7, Body>, QueryReply>);
 static_assert(std::is_same_v<std::variant_alternative_t<8, Body>, Refuse>);
-static_assert(std::variant_size_v<Body> == 9);
+static_assert(std::is_same_v<std::variant_alternative_t<9, Body>, Unreachable>);
+static_assert(std::variant_size_v<Body> == 10);
 
-constexpr std::array<std::string_view, 9> kTypeNames = {
-    "Join", "JoinReply", "Ping", "Ack", "PingReq", "Gossip", "Query", "QueryReply", "Refuse"};
+constexpr std::array<std::string_view, 10> kTypeNames = {
+    "Join",   "JoinReply", "Ping",       "Ack",    "PingReq",
+    "Gossip", "Query",     "QueryReply", "Refuse", "Unreachable"};
 
 // Header fields (magic, version, run_id, sender, sender_generation) and, in version 1,
 // type and body.
@@ -433,6 +435,14 @@ void layout(Io& io, In<Refuse, Io>& m) {
   io.begin(2);
   io.field("reason", m.reason);
   io.field("detail", m.detail);
+}
+
+template <class Io>
+void layout(Io& io, In<Unreachable, Io>& m) {
+  io.begin(3);
+  io.field("tried_endpoint", m.tried_endpoint);
+  io.field("failing_for_ms", m.failing_for_ms);
+  io.field("unanswered", m.unanswered);
 }
 
 // ---- envelope -----------------------------------------------------------------------------

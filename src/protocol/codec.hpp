@@ -40,6 +40,7 @@ enum class MessageType : std::uint8_t {
   query = 7,
   query_reply = 8,
   refuse = 9,
+  unreachable = 10,  ///< not understood by builds before it: they log and ignore it
 };
 
 MessageType message_type(const Body& body);

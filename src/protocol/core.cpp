@@ -15,6 +15,12 @@ namespace {
 
 constexpr Time kNever{INT64_MAX / 4};
 constexpr std::size_t kMaxRelays = 1024;  // PingReq relays in flight; more are dropped
+// Unanswered messages to one endpoint before we call it unreachable and tell its owner: one
+// can be a connection still being set up (a lost SYN costs a second), two in a row is not.
+constexpr std::uint32_t kUnreachableAfter = UnreachablePeer::kReportAfter;
+// Endpoints remembered for reachability (members and joiners); past this many the memory is
+// forgotten, so a flood of spoofed joiners cannot grow it without bound.
+constexpr std::size_t kMaxReachabilityEntries = 4096;
 
 template <class Duration>
 Time as_time(Duration d) {
@@ -213,6 +219,10 @@ struct Core::Impl {
   // ---- message handlers ----------------------------------------------------------------------
   void handle(Time now, const Envelope& env, const Join& join) {
     learn({join.self}, env.sender, now);
+    // on_message noted the sender before this Join created its row: note it now, so a
+    // joiner that goes silent right after reads "last heard", not "never heard directly".
+    table.heard_from(env.sender, env.sender_generation, now);
+    note_join(now, env.sender, env.sender_generation);
     JoinReply reply;
     reply.seed_is_member = !config.seed_only;
     for (const auto& peer : table.sample_peers(prng, config.timing.join_sample_size, env.sender)) {
@@ -253,6 +263,8 @@ struct Core::Impl {
     mark_joined(env.sender);
     learn(ack.updates, env.sender, now);
     learn_views(ack.views);
+    // An ack from the member itself answers a ping we sent to its advertised endpoint.
+    unanswered.erase(env.sender);
     // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
     if (probe && probe->seq == ack.seq) probe.reset();
     auto relay = relays.find(ack.seq);
@@ -294,6 +306,85 @@ struct Core::Impl {
     if (refused_by.insert(env.sender).second) {
       events.push_back(PeerRefused{env.sender, refuse.reason, refuse.detail, false});
     }
+  }
+
+  void handle(Time, const Envelope& env, const Unreachable& notice) {
+    events.push_back(UnreachableReported{
+        env.sender, notice.tried_endpoint, notice.unanswered,
+        std::chrono::duration_cast<Time>(std::chrono::milliseconds(notice.failing_for_ms))});
+  }
+
+  // ---- reachability of the others' advertised endpoints ---------------------------------
+  // A node whose advertised endpoint does not work (loopback, NAT, an inbound firewall) can
+  // still send: its messages arrive, ours to it vanish. SWIM alone hides this (indirect
+  // probes may succeed, or the node is just declared dead), so we count what goes
+  // unanswered at its endpoint and, when it next talks to us, say so over the connection its
+  // message came on (Outgoing::reply).
+  struct Unanswered {
+    std::uint64_t generation = 0;
+    std::uint32_t count = 0;
+    Time since{0};
+    bool heard_meanwhile = false;
+    std::optional<Time> last_notice;
+  };
+  Unanswered& unanswered_entry(const std::string& endpoint, std::uint64_t generation, Time now) {
+    if (unanswered.size() >= kMaxReachabilityEntries && !unanswered.contains(endpoint))
+      unanswered.clear();
+    Unanswered& entry = unanswered[endpoint];
+    if (entry.count == 0 || entry.generation != generation)
+      entry = Unanswered{generation, 0, now, false, {}};
+    return entry;
+  }
+
+  // A probe got no ack within probe_timeout: the direct path failed, whatever the indirect
+  // probes find (gloo needs every pair connected).
+  void note_unanswered_probe(const std::string& endpoint, Time now) {
+    const Member* row = table.find(endpoint);
+    if (row == nullptr) return;
+    ++unanswered_entry(endpoint, row->ann.generation, now).count;
+  }
+
+  // A joiner that keeps sending Join after we answered it twice, well after the answers had
+  // time to arrive, never got them.
+  void note_join(Time now, const std::string& joiner, std::uint64_t generation) {
+    if (joins_answered.size() >= kMaxReachabilityEntries && !joins_answered.contains(joiner))
+      joins_answered.clear();
+    JoinSeen& seen = joins_answered[joiner];
+    if (seen.answers == 0 || seen.generation != generation) seen = JoinSeen{generation, 0, now};
+    if (seen.answers >= kUnreachableAfter &&
+        now >= seen.first_answer_at + 2 * as_time(config.timing.probe_interval)) {
+      Unanswered& entry = unanswered_entry(joiner, generation, seen.first_answer_at);
+      entry.count = std::max(entry.count, seen.answers);
+      entry.heard_meanwhile = true;  // this very Join
+      entry.since = std::min(entry.since, seen.first_answer_at);
+    }
+    ++seen.answers;  // the JoinReply handle(Join) sends now
+  }
+
+  // Called for every message a peer sends us: if its endpoint does not answer us, tell it
+  // (at most once per probe interval), back over the connection the message came on.
+  void maybe_tell_unreachable(Time now, const Envelope& env) {
+    auto it = unanswered.find(env.sender);
+    if (it == unanswered.end()) return;
+    Unanswered& entry = it->second;
+    if (env.sender_generation != entry.generation) {
+      if (env.sender_generation > entry.generation) unanswered.erase(it);  // it restarted
+      return;
+    }
+    if (entry.count == 0) return;
+    entry.heard_meanwhile = true;
+    if (entry.count < kUnreachableAfter) return;
+    if (entry.last_notice && now < *entry.last_notice + as_time(config.timing.probe_interval))
+      return;
+    if (!entry.last_notice)
+      events.push_back(PeerUnreachable{env.sender, entry.count, now - entry.since});
+    entry.last_notice = now;
+    Unreachable notice;
+    notice.tried_endpoint = env.sender;
+    notice.failing_for_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - entry.since).count());
+    notice.unanswered = entry.count;
+    outbox.push_back(Outgoing{env.sender, envelope(std::move(notice)), true});
   }
 
   void refuse(const std::string& peer, RefuseReason reason, std::string detail) {
@@ -341,6 +432,7 @@ struct Core::Impl {
     if (probe && !probe->indirect_sent &&
         now >= probe->sent_at + as_time(config.timing.probe_timeout)) {
       probe->indirect_sent = true;
+      note_unanswered_probe(probe->target, now);
       for (const auto& helper :
            table.sample_peers(prng, config.timing.indirect_probes, probe->target)) {
         PingReq request;
@@ -521,6 +613,13 @@ struct Core::Impl {
   std::unordered_map<std::uint64_t, Relay> relays;
   std::unordered_set<std::string> refused;
   std::unordered_set<std::string> refused_by;
+  std::unordered_map<std::string, Unanswered> unanswered;
+  struct JoinSeen {
+    std::uint64_t generation = 0;
+    std::uint32_t answers = 0;  ///< JoinReplies sent to this joiner process
+    Time first_answer_at{0};
+  };
+  std::unordered_map<std::string, JoinSeen> joins_answered;
 };
 
 Core::Core(CoreConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -553,6 +652,11 @@ void Core::on_message(Time now, const Envelope& msg) {
     return;
   }
   if (msg.sender.empty()) return;
+  if (msg.sender == s.config.self.endpoint && msg.sender_generation == s.config.self.generation) {
+    // Our own message came back: some peer's advertised endpoint leads to this very node
+    // (e.g. it advertises 127.0.0.1). It is no answer from that peer.
+    return;
+  }
   if (msg.version != kProtocolVersion) {
     on_version_mismatch(now, msg.sender, msg.version);
     return;
@@ -565,6 +669,7 @@ void Core::on_message(Time now, const Envelope& msg) {
   }
   s.table.heard_from(msg.sender, msg.sender_generation, now);
   std::visit([&](const auto& body) { s.handle(now, msg, body); }, msg.body);
+  if (!std::holds_alternative<Unreachable>(msg.body)) s.maybe_tell_unreachable(now, msg);
   s.step_agreement(now);
 }
 
@@ -652,6 +757,14 @@ Snapshot Core::snapshot() const {
         MemberView{row.ann, row.status, row.incarnation, row.last_heard, row.last_heard_via});
   }
   snap.held = s.agreement.held_view();
+  for (const auto& [endpoint, entry] : s.unanswered) {
+    if (entry.count == 0) continue;
+    snap.unreachable.push_back(UnreachablePeer{
+        endpoint, entry.count, entry.since, entry.heard_meanwhile, entry.last_notice.has_value()});
+  }
+  std::sort(
+      snap.unreachable.begin(), snap.unreachable.end(),
+      [](const UnreachablePeer& a, const UnreachablePeer& b) { return a.endpoint < b.endpoint; });
   return snap;
 }
 

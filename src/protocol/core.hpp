@@ -44,6 +44,11 @@ struct CoreConfig {
 struct Outgoing {
   std::string to;  ///< destination endpoint "host:port"
   Envelope msg;
+  /// Send back over the connection that the message being handled (by on_message) arrived
+  /// on, not to `to`'s advertised endpoint: `to` is a node that endpoint does not reach.
+  /// Only set on what on_message queues, so a caller that drains poll_send() after each
+  /// on_message knows which connection it means. Without such a path, send it to `to`.
+  bool reply = false;
 };
 
 // ---- events -------------------------------------------------------------------------------
@@ -76,13 +81,29 @@ struct PeerRefused {
   std::string detail;
   bool by_us = false;
 };
+/// `reporter` sends to this node's advertised endpoint (`tried_endpoint`) and gets no
+/// answer: the address does not work from there (wrong --advertise, inbound firewall).
+struct UnreachableReported {
+  std::string reporter;
+  std::string tried_endpoint;
+  std::uint32_t unanswered = 0;
+  Time failing_for{0};
+};
+/// This node starts telling `endpoint` that its advertised endpoint does not answer here
+/// although it keeps sending (the first notice of each such episode): the other side of
+/// UnreachableReported.
+struct PeerUnreachable {
+  std::string endpoint;
+  std::uint32_t unanswered = 0;
+  Time failing_for{0};
+};
 /// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
 struct Fatal {
   ErrorCode code{};
   std::string message;
 };
 using Event = std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed,
-                           NotAdmitted, PeerRefused, Fatal>;
+                           NotAdmitted, PeerRefused, Fatal, UnreachableReported, PeerUnreachable>;
 
 /// What the core knows, for progress lines and timeout reports.
 struct MemberView {
@@ -92,12 +113,26 @@ struct MemberView {
   Time last_heard{0};          ///< last message from this member itself (0: never directly)
   std::string last_heard_via;  ///< who told us about it most recently
 };
+/// A peer whose advertised endpoint does not answer this node (direct probes unanswered, or
+/// it kept re-sending Join after being answered).
+struct UnreachablePeer {
+  std::string endpoint;
+  std::uint32_t unanswered = 0;  ///< in a row
+  Time since{0};                 ///< first unanswered message
+  /// A message from it arrived meanwhile: it runs, and its address is what fails (without
+  /// this, a crashed node looks the same).
+  bool heard_meanwhile = false;
+  bool told = false;  ///< a notice went back to it
+  /// The count at which a peer that is heard meanwhile is told, and reported as unreachable.
+  static constexpr std::uint32_t kReportAfter = 2;
+};
 struct Snapshot {
   bool joined = false;
   bool committed = false;
   bool done = false;
-  std::vector<MemberView> members;  ///< including self (unless seed_only)
-  std::optional<ViewClaim> held;    ///< the view this node holds, if any
+  std::vector<MemberView> members;           ///< including self (unless seed_only)
+  std::optional<ViewClaim> held;             ///< the view this node holds, if any
+  std::vector<UnreachablePeer> unreachable;  ///< every peer with unanswered messages, by endpoint
 };
 
 class Core {

@@ -130,7 +130,18 @@ struct Refuse {
   bool operator==(const Refuse&) const = default;
 };
 
-using Body = std::variant<Join, JoinReply, Ping, Ack, PingReq, Gossip, Query, QueryReply, Refuse>;
+/// "Messages I send to your advertised endpoint get no answer": sent back over the connection
+/// a message from that node arrived on (never to its advertised endpoint, which is the one
+/// that does not work), so that the node whose address is wrong or firewalled learns it.
+struct Unreachable {
+  std::string tried_endpoint;        ///< the address the sender tried (the receiver's)
+  std::uint64_t failing_for_ms = 0;  ///< since the first unanswered message, in ms
+  std::uint32_t unanswered = 0;      ///< probes or join replies that got no answer
+  bool operator==(const Unreachable&) const = default;
+};
+
+using Body = std::variant<Join, JoinReply, Ping, Ack, PingReq, Gossip, Query, QueryReply, Refuse,
+                          Unreachable>;
 
 /// The header every message carries, plus its body.
 struct Envelope {

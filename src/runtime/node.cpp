@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <future>
 #include <iterator>
@@ -393,6 +394,19 @@ struct JoinReport {
   std::vector<std::string> silent;
 };
 
+const protocol::UnreachablePeer* unanswered_at(const protocol::Snapshot& snapshot,
+                                               const std::string& endpoint) {
+  for (const auto& peer : snapshot.unreachable) {
+    if (peer.endpoint == endpoint) return &peer;
+  }
+  return nullptr;
+}
+
+/// It runs (it keeps sending) but does not answer at its advertised endpoint.
+bool reachable_only_one_way(const protocol::UnreachablePeer& peer) {
+  return peer.heard_meanwhile && peer.unanswered >= protocol::UnreachablePeer::kReportAfter;
+}
+
 JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time now) {
   JoinReport report;
   for (const auto& member : snapshot.members) {
@@ -408,6 +422,9 @@ JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time n
     } else {
       line += "never heard directly";
     }
+    if (const auto* peer = unanswered_at(snapshot, member.ann.endpoint)) {
+      line += fmt::format(", {} messages there unanswered", peer->unanswered);
+    }
     if (!member.last_heard_via.empty()) {
       line += ", last news via " + runtime::printable(member.last_heard_via);
     }
@@ -422,8 +439,54 @@ std::string join_list(const std::vector<std::string>& items) {
   return out;
 }
 
+/// "A", "A and B", "A, B and C".
+std::string and_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::string sentence_case(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+/// What peers told this node about its own endpoint, or "" when nobody did.
+std::string told_unreachable_text(const runtime::RuntimeState& state, const std::string& self) {
+  if (state.unreachable_reports.empty()) return "";
+  std::vector<std::string> reporters;
+  for (const auto& report : state.unreachable_reports) {
+    reporters.push_back(runtime::printable(report.reporter));
+  }
+  return fmt::format("peers cannot reach this node at {}: {} got no answer there; {}", self,
+                     and_list(reporters), runtime::reachability_advice(self));
+}
+
+/// The members whose endpoint this node gets no answer from, or "".
+std::string unreachable_peers_text(const protocol::Snapshot& snapshot, protocol::Time now) {
+  std::vector<std::string> items;
+  for (const auto& peer : snapshot.unreachable) {
+    if (!reachable_only_one_way(peer)) continue;  // or it stopped: "Seen and then silent"
+    std::string name = runtime::printable(peer.endpoint);
+    for (const auto& member : snapshot.members) {
+      if (member.ann.endpoint == peer.endpoint) name = member_name(member.ann);
+    }
+    items.push_back(fmt::format(
+        "{} ({} messages unanswered over {} while it kept sending{})", name, peer.unanswered,
+        seconds_text(std::chrono::duration_cast<milliseconds>(now - peer.since)),
+        peer.told ? "; it was told" : ""));
+  }
+  if (items.empty()) return "";
+  return "This node gets no answer at the advertised address of " + join_list(items) +
+         ": their address does not work from here (wrong --advertise, or a firewall drops "
+         "inbound traffic to their gossip port)";
+}
+
 Error join_timeout_error(const Config& config, const protocol::Snapshot& snapshot,
-                         protocol::Time now) {
+                         protocol::Time now, const std::string& told) {
   const JoinReport report = classify_members(snapshot, now);
   const auto present = static_cast<std::uint32_t>(report.present.size());
   std::string text = fmt::format(
@@ -438,6 +501,10 @@ Error join_timeout_error(const Config& config, const protocol::Snapshot& snapsho
         "with GOSSIP_RDZV_LOG=debug)";
   }
   if (!report.silent.empty()) text += ". Seen and then silent: " + join_list(report.silent);
+  if (const auto peers = unreachable_peers_text(snapshot, now); !peers.empty()) {
+    text += ". " + peers;
+  }
+  if (!told.empty()) text += ". " + sentence_case(told);
   return Error(ErrorCode::join_timeout, text);
 }
 
@@ -569,12 +636,18 @@ protocol::CoreConfig Node::Impl::core_config(const std::string& advertise_host) 
 Error Node::Impl::timeout_error(const runtime::RuntimeState& state) const {
   const auto refusals = decisive_refusals(state);
   if (!state.joined && !refusals.empty()) return refusal_error(refusals.front(), config.run_id);
+  const std::string told = told_unreachable_text(state, endpoint);
+  if (!state.joined && !told.empty()) {
+    // The seed answered, but only to say that its answers cannot reach us.
+    return Error(ErrorCode::seed_unreachable, "no seed let this node join within " +
+                                                  seconds_text(config.join_timeout) + ": " + told);
+  }
   if (!state.joined) {
     return Error(ErrorCode::seed_unreachable, "no seed answered within " +
                                                   seconds_text(config.join_timeout) + ": " +
                                                   explain_silent_seeds(seeds));
   }
-  return join_timeout_error(config, runtime->snapshot(), runtime->now());
+  return join_timeout_error(config, runtime->snapshot(), runtime->now(), told);
 }
 
 Node::Node(Config config) : impl_(std::make_unique<Impl>()) {
@@ -669,6 +742,16 @@ Progress Node::progress() const {
   progress.joined = snapshot.joined;
   progress.committed = snapshot.committed;
   progress.members = progress_rows(snapshot, impl_->runtime->now());
+  progress.endpoint = impl_->endpoint;
+  for (auto& row : progress.members) {
+    const auto* peer = unanswered_at(snapshot, row.endpoint);
+    row.unreachable = peer != nullptr && reachable_only_one_way(*peer);
+    if (row.endpoint == progress.endpoint || !row.last_heard) continue;
+    progress.last_heard = std::min(progress.last_heard.value_or(*row.last_heard), *row.last_heard);
+  }
+  for (const auto& report : impl_->runtime->state().unreachable_reports) {
+    progress.unreachable_by.push_back(report.reporter);
+  }
   return progress;
 }
 

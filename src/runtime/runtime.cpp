@@ -8,6 +8,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "protocol/endpoint.hpp"
+#include "transport/socket_address.hpp"
+
 namespace gossip_rdzv::runtime {
 namespace {
 
@@ -61,6 +64,20 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string reachability_advice(const std::string& endpoint) {
+  const auto parsed = protocol::parse_endpoint(endpoint, nullptr);
+  if (!parsed) return "advertise an address the other nodes can reach (--advertise)";
+  if (transport::is_loopback(parsed->host) || parsed->host == "localhost") {
+    return fmt::format(
+        "{} is a loopback address, which on every other machine means that machine itself; "
+        "advertise an address of this machine they can reach (--advertise)",
+        printable(parsed->host));
+  }
+  return fmt::format(
+      "advertise an address they can reach (--advertise) or open inbound TCP port {}",
+      parsed->port);
 }
 
 std::shared_ptr<spdlog::logger> logger() {
@@ -135,17 +152,11 @@ void Runtime::loop() {
     std::lock_guard lock(mutex_);
     core_.start(now());
   }
-  std::vector<Bytes> inbound;
+  std::vector<transport::Received> inbound;
   while (!stopping_) {
     const auto outgoing = step(now(), inbound);
     changed_.notify_all();
-    for (const auto& out : outgoing) {
-      log_->trace("-> {} to {}", protocol::to_string(protocol::message_type(out.msg.body)), out.to);
-      if (!transport_->send(out.to, protocol::encode(out.msg))) {
-        log_->debug("dropped a {} to {}: its queue is full",
-                    protocol::to_string(protocol::message_type(out.msg.body)), out.to);
-      }
-    }
+    for (const auto& send : outgoing) transmit(send);
     for (const auto& send : sidecar_sends_) {
       if (!transport_->send(send.to, send.bytes)) {
         log_->debug("dropped a store message to {}: its queue is full", printable(send.to));
@@ -157,13 +168,30 @@ void Runtime::loop() {
   }
 }
 
-std::vector<Runtime::Bytes> Runtime::receive_batch() {
-  std::vector<Bytes> batch;
-  auto first = transport_->receive(time_to_wakeup());
+void Runtime::transmit(const Send& send) {
+  const protocol::Outgoing& out = send.out;
+  const auto type = protocol::to_string(protocol::message_type(out.msg.body));
+  const auto bytes = protocol::encode(out.msg);
+  if (!send.reply_to.empty()) {
+    log_->trace("-> {} to {} over its own connection", type, printable(out.to));
+    if (!transport_->reply(send.reply_to, bytes)) {
+      log_->debug("dropped a {} to {}: its connection is gone", type, printable(out.to));
+    }
+    return;
+  }
+  log_->trace("-> {} to {}", type, out.to);
+  if (!transport_->send(out.to, bytes)) {
+    log_->debug("dropped a {} to {}: its queue is full", type, out.to);
+  }
+}
+
+std::vector<transport::Received> Runtime::receive_batch() {
+  std::vector<transport::Received> batch;
+  auto first = transport_->receive_from(time_to_wakeup());
   if (!first) return batch;
   batch.push_back(std::move(*first));
   while (batch.size() < kMaxMessagesPerStep) {
-    auto more = transport_->receive(0ms);
+    auto more = transport_->receive_from(0ms);
     if (!more) break;
     batch.push_back(std::move(*more));
   }
@@ -181,19 +209,26 @@ std::chrono::milliseconds Runtime::time_to_wakeup() const {
   return std::clamp(until, 0ms, kMaxIdleWait);
 }
 
-std::vector<protocol::Outgoing> Runtime::step(Time now, const std::vector<Bytes>& inbound) {
-  std::vector<protocol::Outgoing> outgoing;
+std::vector<Runtime::Send> Runtime::step(Time now,
+                                         const std::vector<transport::Received>& inbound) {
+  std::vector<Send> outgoing;
   std::lock_guard lock(mutex_);
   const bool had_assignment = state_.assignment.has_value();
-  for (const auto& bytes : inbound) {
-    if (sidecar_ && sidecar_->claims(bytes)) {
-      sidecar_->on_bytes(now, bytes);
-    } else {
-      handle_bytes(now, bytes);
+  for (const auto& message : inbound) {
+    if (sidecar_ && sidecar_->claims(message.bytes)) {
+      sidecar_->on_bytes(now, message.bytes);
+      continue;
+    }
+    handle_bytes(now, message.bytes);
+    // What the core queued while handling this message: a reply goes back over its
+    // connection (an answer that came on one of ours has none: it goes to the endpoint).
+    while (auto out = core_.poll_send()) {
+      const bool reply = out->reply;
+      outgoing.push_back(Send{std::move(*out), reply ? message.reply_to : std::string()});
     }
   }
   if (now >= core_.next_wakeup()) core_.on_tick(now);
-  while (auto out = core_.poll_send()) outgoing.push_back(std::move(*out));
+  while (auto out = core_.poll_send()) outgoing.push_back(Send{std::move(*out), {}});
   while (auto event = core_.poll_event()) apply_event(*event);
   state_.done = core_.done();
   step_sidecar(now, !had_assignment && state_.assignment.has_value());
@@ -278,12 +313,46 @@ void Runtime::apply_event(const protocol::Event& event) {
             log_->warn("{} refused this node: {}", printable(e.peer), printable(e.detail));
           }
           state_.refusals.push_back(e);
+        } else if constexpr (std::is_same_v<E, protocol::UnreachableReported>) {
+          note_unreachable_report(e);
+        } else if constexpr (std::is_same_v<E, protocol::PeerUnreachable>) {
+          log_->warn(
+              "{} sends to this node but does not answer at that address: {} messages sent "
+              "there in {:.1f} s got no answer; told it so (the fix is on that node: its "
+              "--advertise address, or a firewall dropping inbound TCP to its gossip port)",
+              printable(e.endpoint), e.unanswered,
+              std::chrono::duration<double>(e.failing_for).count());
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
           log_->error("{}", printable(e.message));
           if (!state_.fatal) state_.fatal = e;
         }
       },
       event);
+}
+
+void Runtime::note_unreachable_report(const protocol::UnreachableReported& report) {
+  auto& reports = state_.unreachable_reports;
+  auto known = std::find_if(reports.begin(), reports.end(),
+                            [&](const auto& r) { return r.reporter == report.reporter; });
+  // The first notice from each peer is a warning; its repeats (one per probe interval at
+  // most) only refresh the counts for the progress line and the timeout report.
+  const bool first = known == reports.end();
+  if (first) {
+    if (reports.size() >= kMaxWarnedSenders) return;
+    reports.push_back(report);
+  } else {
+    *known = report;
+  }
+  const std::string text = fmt::format(
+      "{} cannot reach this node at {}: {} messages it sent there in {:.1f} s got no answer; {}",
+      printable(report.reporter), printable(report.tried_endpoint), report.unanswered,
+      std::chrono::duration<double>(report.failing_for).count(),
+      reachability_advice(report.tried_endpoint));
+  if (first) {
+    log_->warn("{}", text);
+  } else {
+    log_->debug("{}", text);
+  }
 }
 
 }  // namespace gossip_rdzv::runtime

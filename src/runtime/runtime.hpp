@@ -33,9 +33,12 @@ struct RuntimeState {
   std::optional<protocol::Fatal> fatal;
   std::optional<protocol::NotAdmitted> not_admitted;
   std::vector<protocol::PeerRefused> refusals;  ///< both directions, first one per peer
-  bool done = false;                            ///< core.done(): finish() may return
-  bool stopped = false;                         ///< stop() was called
-  std::optional<std::string> loop_failure;      ///< the loop died of an exception (a bug)
+  /// Peers that told this node its advertised endpoint does not answer them: the latest
+  /// notice per peer, in the order they first arrived.
+  std::vector<protocol::UnreachableReported> unreachable_reports;
+  bool done = false;                        ///< core.done(): finish() may return
+  bool stopped = false;                     ///< stop() was called
+  std::optional<std::string> loop_failure;  ///< the loop died of an exception (a bug)
 };
 
 /// Another protocol sharing the gossip socket (the store, docs/store.md): the loop hands it
@@ -92,15 +95,22 @@ class Runtime {
 
  private:
   using Bytes = transport::Bytes;
+  /// What the core wants sent, and the inbox connection to answer on when it is a reply.
+  struct Send {
+    protocol::Outgoing out;
+    std::string reply_to;
+  };
 
   void run();
   void loop();
-  std::vector<Bytes> receive_batch();
+  std::vector<transport::Received> receive_batch();
   std::chrono::milliseconds time_to_wakeup() const;
   void handle_bytes(protocol::Time now, const Bytes& bytes);
   void warn_undecodable(protocol::Time now, const protocol::DecodeError& error);
-  std::vector<protocol::Outgoing> step(protocol::Time now, const std::vector<Bytes>& inbound);
+  std::vector<Send> step(protocol::Time now, const std::vector<transport::Received>& inbound);
+  void transmit(const Send& send);
   void apply_event(const protocol::Event& event);
+  void note_unreachable_report(const protocol::UnreachableReported& report);
   void step_sidecar(protocol::Time now, bool newly_committed);
 
   const protocol::CoreConfig config_;
@@ -125,6 +135,10 @@ class Runtime {
 /// from the wire (host names, refusal details): a hostile peer cannot forge log lines or
 /// terminal escapes through them.
 std::string printable(std::string_view text);
+
+/// The fix for a node whose advertised `endpoint` peers cannot reach: a loopback address is
+/// named as such, anything else gets "--advertise or open inbound TCP port N".
+std::string reachability_advice(const std::string& endpoint);
 
 /// The library's logger ("gossip_rdzv", to stderr). Its level comes from the environment
 /// variable GOSSIP_RDZV_LOG (trace, debug, info, warn, error; default info); a program may

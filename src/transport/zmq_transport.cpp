@@ -120,7 +120,8 @@ ZmqTransport::~ZmqTransport() {
 }
 
 void ZmqTransport::bind(const std::string& listen_host, std::uint16_t listen_port) {
-  inbox_.set(zmq::sockopt::linger, 0);  // the inbox never sends: nothing to flush
+  // The inbox only sends replies (notices, best effort): do not hold up closing for them.
+  inbox_.set(zmq::sockopt::linger, 0);
   inbox_.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
   if (is_ipv6_literal(listen_host)) inbox_.set(zmq::sockopt::ipv6, 1);
   const std::string port_text = listen_port == 0 ? "*" : std::to_string(listen_port);
@@ -174,23 +175,81 @@ void ZmqTransport::evict_least_recent() {
   recency_.pop_back();
 }
 
-std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
-  if (auto message = try_receive()) return message;
-  zmq_pollitem_t items[] = {{inbox_.handle(), 0, ZMQ_POLLIN, 0},
-                            {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {
+  if (reply_to.empty()) return false;
   try {
-    zmq::poll(items, 2, timeout);
+    // ROUTER: the first frame names the connection; an unknown one drops the message.
+    if (!inbox_.send(zmq::const_buffer(reply_to.data(), reply_to.size()),
+                     zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      return false;
+    }
+    const auto sent =
+        inbox_.send(zmq::const_buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
+    return sent.has_value();
+  } catch (const zmq::error_t&) {
+    return false;
+  }
+}
+
+std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
+  auto message = receive_from(timeout);
+  if (!message) return std::nullopt;
+  return std::move(message->bytes);
+}
+
+std::optional<Received> ZmqTransport::receive_from(std::chrono::milliseconds timeout) {
+  if (auto message = try_receive()) return message;
+  std::vector<zmq_pollitem_t> items = {{inbox_.handle(), 0, ZMQ_POLLIN, 0},
+                                       {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+  std::vector<zmq::socket_t*> dealers;
+  if (answers_.empty()) {
+    // Answers to what we sent come back on the destinations' own sockets.
+    for (auto& [address, destination] : destinations_) {
+      items.push_back({destination.socket.handle(), 0, ZMQ_POLLIN, 0});
+      dealers.push_back(&destination.socket);
+    }
+  } else {
+    timeout = std::chrono::milliseconds(0);
+  }
+  try {
+    zmq::poll(items.data(), items.size(), timeout);
   } catch (const zmq::error_t&) {
     return std::nullopt;  // EINTR: the caller loops anyway
   }
   if ((items[1].revents & ZMQ_POLLIN) != 0) drain_wake();
-  return try_receive();
+  collect_answers(items, dealers);
+  if (auto message = try_receive()) return message;
+  if (answers_.empty()) return std::nullopt;
+  Received answer{std::move(answers_.front()), {}};
+  answers_.pop_front();
+  return answer;
 }
 
-std::optional<Bytes> ZmqTransport::try_receive() {
+void ZmqTransport::collect_answers(const std::vector<zmq_pollitem_t>& items,
+                                   const std::vector<zmq::socket_t*>& dealers) {
+  constexpr std::size_t kMaxPerDestination = 64;  // one chatty peer cannot starve the rest
+  for (std::size_t i = 0; i < dealers.size(); ++i) {
+    if ((items[i + 2].revents & ZMQ_POLLIN) == 0) continue;
+    try {
+      for (std::size_t n = 0; n < kMaxPerDestination; ++n) {
+        zmq::message_t part;
+        if (!dealers[i]->recv(part, zmq::recv_flags::dontwait)) break;
+        answers_.emplace_back(part.data<std::uint8_t>(), part.data<std::uint8_t>() + part.size());
+        while (part.more() && dealers[i]->recv(part, zmq::recv_flags::dontwait)) {
+          // extra frames are not ours: dropped
+        }
+      }
+    } catch (const zmq::error_t&) {
+      // a socket error loses what it held; the protocol tolerates loss
+    }
+  }
+}
+
+std::optional<Received> ZmqTransport::try_receive() {
   try {
-    zmq::message_t identity;  // ROUTER prefixes the sender's connection id: not needed
+    zmq::message_t identity;  // ROUTER prefixes the sender's connection id
     if (!inbox_.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
+    std::string reply_to(identity.data<char>(), identity.size());
     std::optional<Bytes> payload;
     for (bool more = identity.more(); more;) {
       zmq::message_t part;
@@ -200,7 +259,7 @@ std::optional<Bytes> ZmqTransport::try_receive() {
         payload.emplace(part.data<std::uint8_t>(), part.data<std::uint8_t>() + part.size());
       more = part.more();
     }
-    return payload ? std::move(payload) : Bytes{};
+    return Received{payload ? std::move(*payload) : Bytes{}, std::move(reply_to)};
   } catch (const zmq::error_t&) {
     return std::nullopt;
   }

@@ -1,5 +1,8 @@
 // ZeroMQ transport: a ROUTER inbox bound on the listen address and one DEALER per
 // destination, created on first use. Knows nothing of the protocol: it moves byte strings.
+// A message can also be answered over the connection it arrived on (reply()): that works
+// when the sender's own listen address does not (loopback advertised, inbound firewall), and
+// the answer comes out of receive() on the sender's side like any other message.
 // Delivery is best effort (a full queue drops the message): the protocol tolerates loss.
 //
 // Thread use: one thread sends and receives; any thread may call wake().
@@ -8,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <optional>
 #include <string>
@@ -19,6 +23,14 @@
 namespace gossip_rdzv::transport {
 
 using Bytes = std::vector<std::uint8_t>;
+
+/// A received message and, when it came into the inbox, how to answer over its connection.
+struct Received {
+  Bytes bytes;
+  /// The inbox connection it came on (ZeroMQ routing id), for reply(); empty when it is an
+  /// answer that came back on one of our own outgoing connections.
+  std::string reply_to;
+};
 
 struct TransportOptions {
   /// How long a closing socket keeps trying to deliver queued messages, so the last pushes
@@ -55,6 +67,13 @@ class ZmqTransport {
 
   /// The next message, waiting at most `timeout`; nullopt on timeout or after wake().
   std::optional<Bytes> receive(std::chrono::milliseconds timeout);
+  /// As receive(), with the connection to reply() on. Also returns the answers that come
+  /// back on the connections send() opened.
+  std::optional<Received> receive_from(std::chrono::milliseconds timeout);
+
+  /// Queues `bytes` back over the inbox connection `reply_to` (Received::reply_to). Returns
+  /// false when the message was dropped (connection gone, queue full, empty id).
+  bool reply(const std::string& reply_to, const Bytes& bytes);
 
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
@@ -66,7 +85,10 @@ class ZmqTransport {
   };
 
   void bind(const std::string& listen_host, std::uint16_t listen_port);
-  std::optional<Bytes> try_receive();
+  std::optional<Received> try_receive();
+  /// Moves what waits on the destinations marked readable in `items` into answers_.
+  void collect_answers(const std::vector<zmq_pollitem_t>& items,
+                       const std::vector<zmq::socket_t*>& dealers);
   Destination* destination(const std::string& address);
   void evict_least_recent();
   void drain_wake();
@@ -78,6 +100,7 @@ class ZmqTransport {
   std::uint16_t bound_port_ = 0;
   std::unordered_map<std::string, Destination> destinations_;
   std::list<std::string> recency_;  ///< front: most recently used destination address
+  std::deque<Bytes> answers_;       ///< received on destinations, not yet returned
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

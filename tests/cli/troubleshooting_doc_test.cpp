@@ -1,7 +1,7 @@
 // docs/troubleshooting.md promises every message the tool prints, by exit code. This test
 // keeps both sides honest: each key phrase below must still be in the source file that
 // prints it (so a reworded message fails here and points at the doc), and in the doc.
-// Placeholders ({} of fmt, %s/%d of printf) match any text on the same line of the doc,
+// Placeholders ({} and {:.1f} of fmt, %s/%d of printf) match any text on the same line of the doc,
 // where they are written <like this>.
 #include <gtest/gtest.h>
 
@@ -132,6 +132,28 @@ const std::vector<Phrase>& phrases() {
       {"tools/gossip-rdzv/doctor.cpp", ", a loopback address, while the seed"},
       {"tools/gossip-rdzv/doctor.cpp", "is already in use"},
       {"tools/gossip-rdzv/doctor.cpp", " accepts IPv4 only, but the seed "},
+      {"src/runtime/node.cpp", "no seed let this node join within "},
+      {"src/runtime/node.cpp", "peers cannot reach this node at {}: {} got no answer there; {}"},
+      {"src/runtime/node.cpp", "This node gets no answer at the advertised address of "},
+      {"src/runtime/node.cpp", "messages unanswered over {} while it kept sending{})"},
+      {"src/runtime/node.cpp", ", {} messages there unanswered"},
+      {"src/runtime/node.cpp", "; it was told"},
+      {"src/runtime/node.cpp",
+       ": their address does not work from here (wrong --advertise, or a firewall drops "},
+      {"src/runtime/runtime.cpp",
+       "{} cannot reach this node at {}: {} messages it sent there in {:.1f} s got no answer; {}"},
+      {"src/runtime/runtime.cpp",
+       "advertise an address they can reach (--advertise) or open inbound TCP port {}"},
+      {"src/runtime/runtime.cpp",
+       "{} is a loopback address, which on every other machine means that machine itself; "},
+      {"src/runtime/runtime.cpp",
+       "advertise an address of this machine they can reach (--advertise)"},
+      {"src/runtime/runtime.cpp",
+       "{} sends to this node but does not answer at that address: {} messages sent "},
+      {"src/runtime/runtime.cpp",
+       "there in {:.1f} s got no answer; told it so (the fix is on that node: its "},
+      {"tools/gossip-rdzv/progress.cpp", "; peers cannot reach this node at "},
+      {"tools/gossip-rdzv/progress.cpp", "; no answer at the address of "},
   };
   return table;
 }
@@ -143,7 +165,7 @@ std::string escape_regex(const std::string& text) {
 
 // "{} does not answer" -> "[^\n]*?does not answer": a placeholder is any text on the line.
 std::regex doc_pattern(const std::string& phrase) {
-  static const std::regex placeholder(R"(\{\}|%s|%d)");
+  static const std::regex placeholder(R"(\{(:[^}]*)?\}|%s|%d)");
   std::string pattern;
   std::sregex_token_iterator part(phrase.begin(), phrase.end(), placeholder, -1), end;
   bool first = true;

@@ -52,12 +52,16 @@ Config local_config(std::uint32_t nodes, const std::string& seed) {
 
 // The first node of a cluster listens on a fixed free port and names itself as the seed,
 // as `gossip-rdzv join --seed node0:PORT` does on node0.
-std::unique_ptr<Node> start_seed_node(std::uint32_t nodes, const std::string& hostname) {
+Config seed_node_config(std::uint32_t nodes, const std::string& hostname) {
   const std::uint16_t port = free_port();
   Config config = local_config(nodes, loopback(port));
   config.listen_port = port;
   config.hostname = hostname;
-  auto node = std::make_unique<Node>(config);
+  return config;
+}
+
+std::unique_ptr<Node> start_seed_node(std::uint32_t nodes, const std::string& hostname) {
+  auto node = std::make_unique<Node>(seed_node_config(nodes, hostname));
   node->start();
   return node;
 }
@@ -408,10 +412,7 @@ TEST(NodeFailure, JoinTimeoutNamesWhoJoinedAndHowManyAreMissing) {
 }
 
 TEST(NodeFailure, SilentMemberIsReportedWithWhenItWasLastHeard) {
-  const std::uint16_t port = free_port();
-  Config config = local_config(3, loopback(port));
-  config.listen_port = port;
-  config.hostname = "alpha";
+  Config config = seed_node_config(3, "alpha");
   config.join_timeout = 4s;  // past Timing::local()'s suspicion (about 1 s)
   Node first(config);
   first.start();
@@ -429,6 +430,51 @@ TEST(NodeFailure, SilentMemberIsReportedWithWhenItWasLastHeard) {
   EXPECT_NE(message.find("1 of 3 nodes joined"), std::string::npos) << message;
   EXPECT_NE(message.find("Seen and then silent: beta"), std::string::npos) << message;
   EXPECT_NE(message.find("ago"), std::string::npos) << message;
+  // A member that stopped is not one whose address fails: it sent nothing since.
+  EXPECT_EQ(message.find("This node gets no answer"), std::string::npos) << message;
+}
+
+// A node advertising an address nobody can reach (TEST-NET-1) reaches its seed, whose
+// answers go nowhere: the seed tells it so over its own connection, and both say who and
+// where in their errors, instead of "the seed accepts connections but never answered".
+TEST(NodeFailure, NodeWhoseAddressDoesNotWorkIsToldSoByTheSeed) {
+  Config seed_config = seed_node_config(2, "alpha");
+  seed_config.join_timeout = 3s;
+  Node seed(seed_config);
+  seed.start();
+  Config config = local_config(2, seed.endpoint());
+  config.hostname = "beta";
+  config.advertise_host = "192.0.2.1";
+  config.join_timeout = 3s;
+  Node bad(config);
+  bad.start();
+  const std::string bad_endpoint = bad.endpoint();
+  ASSERT_EQ(bad_endpoint.rfind("192.0.2.1:", 0), 0u) << bad_endpoint;
+
+  auto seed_outcome = std::async(std::launch::async, [&] {
+    std::string message;
+    const ErrorCode code = code_of([&] { seed.wait(); }, &message);
+    return std::make_pair(code, message);
+  });
+  std::string message;
+  EXPECT_EQ(code_of([&] { bad.wait(); }, &message), ErrorCode::seed_unreachable);
+  EXPECT_NE(message.find("no seed let this node join within 3.0 s: peers cannot reach this "
+                         "node at " +
+                         bad_endpoint + ": " + seed.endpoint() + " got no answer there"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("or open inbound TCP port " + bad_endpoint.substr(10)), std::string::npos)
+      << message;
+  const Progress progress = bad.progress();
+  EXPECT_EQ(progress.unreachable_by, std::vector<std::string>{seed.endpoint()});
+
+  const auto [seed_code, seed_message] = seed_outcome.get();
+  EXPECT_EQ(seed_code, ErrorCode::join_timeout);
+  EXPECT_NE(seed_message.find("This node gets no answer at the advertised address of beta " +
+                              bad_endpoint + " ("),
+            std::string::npos)
+      << seed_message;
+  EXPECT_NE(seed_message.find("it was told"), std::string::npos) << seed_message;
 }
 
 TEST(NodeLifecycle, StopIsIdempotentAndQuick) {

@@ -33,13 +33,19 @@ std::string loopback(const ZmqTransport& transport) {
 }
 
 // Waits for one message, up to `deadline_after`; the first send may wait for the connection.
-std::optional<Bytes> receive_within(ZmqTransport& transport,
-                                    std::chrono::milliseconds deadline_after) {
+std::optional<Received> receive_from_within(ZmqTransport& transport,
+                                            std::chrono::milliseconds deadline_after) {
   const auto deadline = Clock::now() + deadline_after;
   while (Clock::now() < deadline) {
-    if (auto message = transport.receive(50ms)) return message;
+    if (auto message = transport.receive_from(50ms)) return message;
   }
   return std::nullopt;
+}
+std::optional<Bytes> receive_within(ZmqTransport& transport,
+                                    std::chrono::milliseconds deadline_after) {
+  auto message = receive_from_within(transport, deadline_after);
+  if (!message) return std::nullopt;
+  return std::move(message->bytes);
 }
 
 TEST(ZmqTransport, BindsAnOsPickedPort) {
@@ -60,6 +66,36 @@ TEST(ZmqTransport, ExchangesMessagesBothWays) {
   const auto at_alice = receive_within(alice, 5s);
   ASSERT_TRUE(at_alice.has_value());
   EXPECT_EQ(text_of(*at_alice), "hello alice");
+}
+
+// The reply path: an answer over the connection a message came on, which works whatever the
+// sender's own listen address is; it comes out of the sender's receive like any message.
+TEST(ZmqTransport, ReplyGoesBackOverTheSendersConnection) {
+  ZmqTransport alice("127.0.0.1", 0);
+  ZmqTransport bob("127.0.0.1", 0);
+  ASSERT_TRUE(alice.send(loopback(bob), bytes_of("can you reach me?")));
+  const auto question = receive_from_within(bob, 5s);
+  ASSERT_TRUE(question.has_value());
+  EXPECT_EQ(text_of(question->bytes), "can you reach me?");
+  ASSERT_FALSE(question->reply_to.empty());  // it came into bob's inbox
+
+  // Alice blocks in one long receive: the answer on her outgoing connection must end it.
+  std::optional<Received> answer;
+  const auto started = Clock::now();
+  std::thread listener([&] { answer = alice.receive_from(10s); });
+  ASSERT_TRUE(bob.reply(question->reply_to, bytes_of("no")));
+  listener.join();
+  EXPECT_LT(Clock::now() - started, 5s);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(text_of(answer->bytes), "no");
+  EXPECT_TRUE(answer->reply_to.empty());  // it came back on alice's connection to bob
+  // Bob never opened a connection to alice's listen address.
+  EXPECT_FALSE(receive_within(alice, 200ms).has_value());
+}
+
+TEST(ZmqTransport, ReplyWithoutAConnectionIsDropped) {
+  ZmqTransport transport("127.0.0.1", 0);
+  EXPECT_FALSE(transport.reply("", bytes_of("x")));
 }
 
 TEST(ZmqTransport, KeepsOrderOnOneDestination) {

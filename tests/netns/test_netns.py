@@ -154,17 +154,92 @@ class FirewallTest(NetnsCase):
 
     def test_host_whose_gossip_port_is_closed_to_the_others(self) -> None:
         # The firewall on n3 drops only what comes in to port 29400: n3 can announce itself
-        # through the seed, so the others know it, but nobody can answer it.
+        # through the seed, so the others know it, but nobody can answer it on its address.
+        # Before peer-reported reachability, n3 said the seed "accepts connections but never
+        # answered"; now the seed tells it, over n3's own connection, that n3 is the problem.
         firewalled = 3
+        bad = self.lab.endpoint(firewalled)
         self.lab.drop_port(firewalled, 29400, inbound=True, outbound=False)
-        nodes = [self.join(h, "n0:29400", timeout="8s") for h in range(self.hosts)]
-        self.assertEqual(self.finish(nodes[firewalled], 30), 4, nodes[firewalled].output())
+        nodes = [self.join(h, "n0:29400", timeout="15s") for h in range(self.hosts)]
+        self.assertEqual(self.finish(nodes[firewalled], 40), 4, nodes[firewalled].output())
+        own = nodes[firewalled].output()
+        self.assertIn(f"{self.lab.endpoint(0)} cannot reach this node at {bad}", own)  # the log
+        self.assertIn(f"no seed let this node join within 15 s: peers cannot reach this node at "
+                      f"{bad}: {self.lab.endpoint(0)} got no answer there; advertise an address "
+                      "they can reach (--advertise) or open inbound TCP port 29400", own)
+        self.assertNotIn("never answered", own)
         for h in range(self.hosts - 1):
-            self.assertEqual(self.finish(nodes[h], 30), 5, nodes[h].output())
+            self.assertEqual(self.finish(nodes[h], 40), 5, nodes[h].output())
             text = nodes[h].output()
             self.assertIn("3 of 4 nodes joined", text)
             # The missing host is named, with its address and what was heard of it.
-            self.assertIn("Seen and then silent: n3 " + self.lab.endpoint(firewalled), text)
+            self.assertIn("Seen and then silent: n3 " + bad, text)
+        # The seed, the one node n3 talks to, hears it and knows its address is what fails.
+        self.assertRegex(nodes[0].output(),
+                         r"This node gets no answer at the advertised address of "
+                         rf"n3 {re.escape(bad)} \(\d+ messages unanswered over [0-9.]+ s while "
+                         r"it kept sending; it was told\)")
+
+
+    def test_host_closed_to_the_other_workers_but_not_to_the_seed(self) -> None:
+        # n3 drops inbound gossip from n1 and n2 only: it joins through n0, and indirect
+        # probes through n0 keep it alive, so membership alone would never say that n1 and n2
+        # cannot reach it (gloo needs every pair). Whatever the round does, n3 must hear from
+        # both that its address fails them, and both must say so about n3.
+        bad = self.lab.endpoint(3)
+        others = ", ".join(self.lab.address(h) for h in (1, 2))
+        self.lab.nft(3, "table inet grtest {\n"
+                        "  chain input { type filter hook input priority 0; "
+                        f"ip saddr {{ {others} }} tcp dport 29400 drop; }}\n"
+                        "}\n")
+        # Workers that outlive the commit keep the nodes (and their probes) running.
+        nodes = [self.join(h, "n0:29400", "--", "sleep", "60", timeout="60s")
+                 for h in range(self.hosts)]
+
+        def told_by_both() -> bool:
+            text = nodes[3].output()
+            return all(f"{self.lab.endpoint(h)} cannot reach this node at {bad}" in text
+                       for h in (1, 2))
+
+        try:
+            wait_until(told_by_both, 45, "n3 to be told by n1 and n2")
+        except TimeoutError:
+            self.fail("\n".join(f"--- {n.name}\n{n.output()}" for n in nodes))
+        for h in (1, 2):
+            self.assertIn(f"{bad} sends to this node but does not answer at that address",
+                          nodes[h].output())
+        self.assertNotIn(f"{bad} sends to this node", nodes[0].output())  # n0 reaches it
+        self.assertNotIn(f"{self.lab.endpoint(0)} cannot reach this node", nodes[3].output())
+
+
+class ReachabilityTest(NetnsCase):
+    hosts = 3
+
+    def test_host_advertising_an_address_that_only_works_locally(self) -> None:
+        # n2 advertises 127.0.0.1: its messages reach the others, but what they send to
+        # "127.0.0.1:29400" lands on themselves. n2 must be told, with the address and who
+        # tried it; the others must name n2 and that address.
+        bad_host, bad = 2, "127.0.0.1:29400"
+        nodes = [self.join(h, "n0:29400", *(["--advertise", "127.0.0.1"] if h == bad_host else []),
+                           nnodes=3, timeout="12s") for h in range(self.hosts)]
+        self.assertEqual(self.finish(nodes[bad_host], 40), 4, nodes[bad_host].output())
+        own = nodes[bad_host].output()
+        self.assertIn(f"peers cannot reach this node at {bad}: {self.lab.endpoint(0)} got no "
+                      "answer there; 127.0.0.1 is a loopback address, which on every other "
+                      "machine means that machine itself", own)
+        self.assertIn(f"; peers cannot reach this node at {bad}: {self.lab.endpoint(0)}", own)
+        for h in range(bad_host):
+            self.assertEqual(self.finish(nodes[h], 40), 5, nodes[h].output())
+            text = nodes[h].output()
+            self.assertIn("2 of 3 nodes joined", text)
+            # Their pings to 127.0.0.1 came back to themselves, never taken for n2's answers
+            # (were they, n2 would look alive here).
+            self.assertRegex(text, rf"Seen and then silent: n2 {re.escape(bad)} \((dead|suspect), ")
+        # The seed hears n2's joins: it names n2 as reachable one way only, in its progress
+        # line and its timeout error.
+        seed_text = nodes[0].output()
+        self.assertIn("; no answer at the address of n2", seed_text)
+        self.assertIn(f"This node gets no answer at the advertised address of n2 {bad} (", seed_text)
 
 
 class WrongSeedTest(NetnsCase):

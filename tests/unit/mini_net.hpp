@@ -28,6 +28,7 @@ struct NodeOptions {
   std::uint64_t generation = 1;
   bool seed_only = false;
   std::vector<std::string> seeds;  // empty: the net's default seed
+  std::string endpoint;            // empty: 10.0.0.i:29400; e.g. "127.0.0.1:29400"
 };
 
 class MiniNet {
@@ -45,7 +46,7 @@ class MiniNet {
   /// Adds node i (endpoint 10.0.0.i:29400, hostname node<i>) and starts it now.
   Core& add(int i, NodeOptions options = {}) {
     CoreConfig config;
-    config.self.endpoint = endpoint(i);
+    config.self.endpoint = options.endpoint.empty() ? endpoint(i) : options.endpoint;
     config.self.node_id = 1000 + static_cast<std::uint64_t>(i);
     config.self.generation = options.generation;
     config.self.host = "10.0.0." + std::to_string(i);
@@ -75,13 +76,21 @@ class MiniNet {
     cut_.insert({endpoint(a), endpoint(b)}), cut_.insert({endpoint(b), endpoint(a)});
   }
   void heal() { cut_.clear(); }
+  /// Messages from a to b's advertised endpoint are lost; b can still send to a, and a can
+  /// answer b over b's own connection (Outgoing::reply), as with a firewall on b that drops
+  /// inbound connections from a.
+  void cut_one_way(int a, int b) { one_way_.insert({endpoint(a), endpoint(b)}); }
+  /// Every message to `endpoint` lands back at its sender, as a loopback address would.
+  void loop_back(const std::string& endpoint) { loopback_.insert(endpoint); }
 
-  Core* node(int i) {
-    auto it = nodes_.find(endpoint(i));
+  Core* node(int i) { return node(endpoint(i)); }
+  Core* node(const std::string& name) {
+    auto it = nodes_.find(name);
     return it == nodes_.end() ? nullptr : it->second.get();
   }
   Time now() const { return now_; }
   std::vector<Event>& events(int i) { return events_[endpoint(i)]; }
+  std::vector<Event>& events(const std::string& name) { return events_[name]; }
   /// Raw messages delivered to a node, for tests that inspect the wire.
   std::function<void(const std::string& to, const Envelope&)> on_deliver;
 
@@ -148,6 +157,8 @@ class MiniNet {
     Core& core = *nodes_.at(name);
     while (auto out = core.poll_send()) {
       if (cut_.count({name, out->to})) continue;
+      if (!out->reply && one_way_.count({name, out->to})) continue;
+      if (!out->reply && loopback_.count(out->to)) out->to = name;
       if (loss > 0 && prng_.unit() < loss) continue;
       queue_.push(Packet{now_ + latency, ++seq_, out->to, std::move(out->msg)});
     }
@@ -161,6 +172,8 @@ class MiniNet {
   std::map<std::string, std::unique_ptr<Core>> nodes_;
   std::map<std::string, std::vector<Event>> events_;
   std::set<std::pair<std::string, std::string>> cut_;
+  std::set<std::pair<std::string, std::string>> one_way_;
+  std::set<std::string> loopback_;
   std::priority_queue<Packet, std::vector<Packet>, std::greater<Packet>> queue_;
 };
 

@@ -7,7 +7,6 @@
 #include "output/membership_json.hpp"
 
 namespace gossip_rdzv::cli {
-namespace {
 
 std::string printable(std::string text) {
   for (char& c : text) {
@@ -16,6 +15,8 @@ std::string printable(std::string text) {
   }
   return text;
 }
+
+namespace {
 
 std::string last_heard_text(const MemberProgress& member) {
   if (!member.last_heard) return "-";

@@ -9,6 +9,10 @@
 
 namespace gossip_rdzv::cli {
 
+/// `text` with control characters replaced by '?': for strings that came from the network
+/// (host names, endpoints) on their way to a terminal.
+std::string printable(std::string text);
+
 /// Columns ENDPOINT HOSTNAME STATUS LAST_HEARD, one row per member; LAST_HEARD is "1.5s ago"
 /// or "-" (never heard directly, or this node itself). Control characters become '?', since
 /// host names arrive from the network and must not drive the terminal.

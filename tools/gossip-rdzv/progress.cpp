@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "members_format.hpp"
+
 namespace gossip_rdzv::cli {
 
 ProgressDisplay::Mode ProgressDisplay::mode_for_stderr(bool quiet) {
@@ -12,21 +17,9 @@ ProgressDisplay::Mode ProgressDisplay::mode_for_stderr(bool quiet) {
 ProgressDisplay::ProgressDisplay(std::FILE* out, Mode mode, std::chrono::milliseconds log_interval)
     : out_(out), mode_(mode), log_interval_(log_interval) {}
 
-std::optional<std::chrono::seconds> ProgressDisplay::note_members(std::uint32_t alive,
-                                                                  Clock::time_point now) {
-  // Only growth counts as news: a member lost and found again is not a new arrival.
-  if (alive > last_alive_) {
-    last_new_member_ = now;
-  }
-  last_alive_ = std::max(last_alive_, alive);
-  if (!last_new_member_) return std::nullopt;
-  return std::chrono::duration_cast<std::chrono::seconds>(now - *last_new_member_);
-}
-
 void ProgressDisplay::update(const Progress& progress, Clock::time_point now) {
-  auto since_last_new = note_members(progress.alive(), now);
   if (mode_ == Mode::silent) return;
-  std::string line = describe(progress, since_last_new);
+  std::string line = describe(progress);
   if (mode_ == Mode::log) {
     if (last_log_ && now - *last_log_ < log_interval_) return;
     last_log_ = now;
@@ -50,28 +43,81 @@ void ProgressDisplay::finish() {
   }
 }
 
-std::string ProgressDisplay::describe(const Progress& progress,
-                                      std::optional<std::chrono::seconds> since_last_new) {
-  if (!progress.joined) return "contacting seed(s)...";
+namespace {
+
+// Names shown in "waiting for ..."; the rest are counted.
+constexpr std::size_t kMaxNames = 5;
+
+// A member's host name when no other member shares it, else its endpoint.
+std::string short_name(const Progress& progress, const MemberProgress& member) {
+  const auto same =
+      std::count_if(progress.members.begin(), progress.members.end(),
+                    [&](const MemberProgress& m) { return m.hostname == member.hostname; });
+  return printable(member.hostname.empty() || same > 1 ? member.endpoint : member.hostname);
+}
+
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// "waiting for n3 (dead), 2 more" / "waiting for 3 more": `missing` nodes, the lost ones
+// by name.
+std::string waiting_for(const Progress& progress, std::uint32_t missing) {
+  std::vector<std::string> names;
+  for (const auto& member : progress.members) {
+    if (member.status == "alive" || names.size() >= std::min<std::size_t>(missing, kMaxNames))
+      continue;
+    names.push_back(short_name(progress, member) + " (" + member.status + ")");
+  }
+  const auto unknown = missing - static_cast<std::uint32_t>(names.size());
+  if (unknown > 0) names.push_back(std::to_string(unknown) + " more");
+  return "waiting for " + comma_list(names);
+}
+
+// "; no answer from n3" and "; peers cannot reach this node at X: A": what is wrong with
+// the paths between the nodes.
+std::string reachability(const Progress& progress) {
+  std::string text;
+  std::vector<std::string> silent;
+  for (const auto& member : progress.members) {
+    if (member.unreachable) silent.push_back(short_name(progress, member));
+  }
+  if (!silent.empty()) text += "; no answer at the address of " + comma_list(silent);
+  if (!progress.unreachable_by.empty()) {
+    std::vector<std::string> peers;
+    for (const auto& peer : progress.unreachable_by) peers.push_back(printable(peer));
+    text += "; peers cannot reach this node at " + progress.endpoint + ": " + comma_list(peers);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string ProgressDisplay::describe(const Progress& progress) {
+  if (!progress.joined) return "contacting seed(s)..." + reachability(progress);
   if (progress.committed) return "agreed on the membership";
-  std::uint32_t alive = progress.alive();
+  const std::uint32_t alive = progress.alive();
+  const std::uint32_t missing = progress.min_nodes > alive ? progress.min_nodes - alive : 0;
   std::string line;
   if (progress.min_nodes == progress.max_nodes) {
-    std::uint32_t missing = progress.min_nodes > alive ? progress.min_nodes - alive : 0;
-    line = std::to_string(alive) + "/" + std::to_string(progress.min_nodes) + " joined";
-    line += missing > 0 ? ", waiting " + std::to_string(missing) + " more" : ", agreeing";
-  } else if (alive < progress.min_nodes) {
-    line = std::to_string(alive) + " joined, waiting " +
-           std::to_string(progress.min_nodes - alive) + " more (need " +
+    line = std::to_string(alive) + "/" + std::to_string(progress.min_nodes) + " joined, " +
+           (missing > 0 ? waiting_for(progress, missing) : "agreeing");
+  } else if (missing > 0) {
+    line = std::to_string(alive) + " joined, " + waiting_for(progress, missing) + " (need " +
            std::to_string(progress.min_nodes) + ", up to " + std::to_string(progress.max_nodes) +
            ")";
   } else {
     line = std::to_string(alive) + " joined (need " + std::to_string(progress.min_nodes) +
            ", up to " + std::to_string(progress.max_nodes) + "), last call for more";
   }
-  // Alone, the only "new member" is this node itself: nothing worth timing yet.
-  if (since_last_new && alive > 1) {
-    line += "; last new member " + std::to_string(since_last_new->count()) + " s ago";
+  line += reachability(progress);
+  if (progress.last_heard) {
+    line += "; last heard " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(*progress.last_heard).count()) +
+            " s ago";
   }
   return line;
 }

@@ -30,18 +30,15 @@ class ProgressDisplay {
   /// Ends the live line so that what follows starts on a fresh line.
   void finish();
 
-  /// "3/4 joined, waiting 1 more; last new member 2 s ago" and its variants.
-  static std::string describe(const Progress& progress,
-                              std::optional<std::chrono::seconds> since_last_new);
+  /// "12/16 joined, waiting for node-a (dead), node-b (suspect), 2 more; last heard 3 s ago"
+  /// and its variants: members seen and then lost are named, the others counted; members
+  /// whose endpoint does not answer and peers that cannot reach this node are named too.
+  static std::string describe(const Progress& progress);
 
  private:
-  std::optional<std::chrono::seconds> note_members(std::uint32_t alive, Clock::time_point now);
-
   std::FILE* out_;
   Mode mode_;
   std::chrono::milliseconds log_interval_;
-  std::uint32_t last_alive_ = 0;
-  std::optional<Clock::time_point> last_new_member_;
   std::optional<Clock::time_point> last_log_;
   std::size_t live_width_ = 0;  ///< length of the line on screen, to blank its tail
   std::string live_line_;       ///< the line on screen, not redrawn while unchanged
