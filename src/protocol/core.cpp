@@ -662,7 +662,7 @@ Snapshot Core::snapshot() const {
   snap.done = s.done;
   for (const auto& row : s.table.rows()) {
     snap.members.push_back(
-        MemberView{row.ann, row.status, row.incarnation, row.last_heard, row.last_heard_via});
+        MemberView{row.ann, row.status, row.incarnation, row.last_heard, s.table.teller(row)});
   }
   std::sort(snap.members.begin(), snap.members.end(),
             [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });

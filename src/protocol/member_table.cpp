@@ -45,13 +45,13 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
   auto found = index_of(rumour.ann.endpoint);
   if (!found) {
     const std::uint32_t index = insert(rumour);
-    rows_[index].last_heard_via = via;
+    rows_[index].via = intern_teller(via);
     set_status(index, rumour.status, suspicion_deadline);
     track_liveness(index);
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
   MemberChange change = apply(*found, rumour, suspicion_deadline);
-  if (change != MemberChange::none) rows_[*found].last_heard_via = via;
+  if (change != MemberChange::none) rows_[*found].via = intern_teller(via);
   if (change == MemberChange::died) recent_deaths_.push_back(Death{*found, now});
   return change;
 }
@@ -159,6 +159,18 @@ std::optional<std::uint32_t> MemberTable::index_of(const std::string& endpoint) 
 const Member* MemberTable::find(const std::string& endpoint) const {
   auto index = index_of(endpoint);
   return index ? &rows_[*index] : nullptr;
+}
+
+std::uint32_t MemberTable::intern_teller(const std::string& endpoint) {
+  const auto next = static_cast<std::uint32_t>(tellers_.size());
+  auto [it, inserted] = teller_index_.try_emplace(endpoint, next);
+  if (inserted) tellers_.push_back(endpoint);
+  return it->second;
+}
+
+const std::string& MemberTable::teller(const Member& member) const {
+  static const std::string none;
+  return member.via < tellers_.size() ? tellers_[member.via] : none;
 }
 
 MemberRecord MemberTable::record(const Member& member) const {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,9 +29,9 @@ struct Member {
   Announcement ann;
   std::uint64_t incarnation = 0;
   MemberStatus status = MemberStatus::alive;
-  Time suspect_deadline{0};    ///< when a suspect is declared dead
-  Time last_heard{0};          ///< last message from the member itself; 0: never
-  std::string last_heard_via;  ///< who last told us about it
+  Time suspect_deadline{0};        ///< when a suspect is declared dead
+  Time last_heard{0};              ///< last message from the member itself; 0: never
+  std::uint32_t via = UINT32_MAX;  ///< who last told us about it: MemberTable::teller()
 };
 
 /// What a merge did, so the core can raise the matching event.
@@ -61,8 +62,12 @@ class MemberTable {
   std::optional<Time> earliest_suspect_deadline() const;
 
   const Member* find(const std::string& endpoint) const;
-  /// Every row ever inserted, in insertion order; a row's index never changes.
-  const std::vector<Member>& rows() const { return rows_; }
+  /// Every row ever inserted, in insertion order; a row's index never changes. A deque: no
+  /// spare capacity (a simulated cluster holds N tables of N rows).
+  const std::deque<Member>& rows() const { return rows_; }
+  /// The endpoint that last told us about a member ("" if none). Interned: a node hears
+  /// from far fewer peers than it has rows times rumours.
+  const std::string& teller(const Member& member) const;
   /// Row index of `endpoint`, if known.
   std::optional<std::uint32_t> index_of(const std::string& endpoint) const;
   MemberRecord record(const Member& member) const;
@@ -111,7 +116,7 @@ class MemberTable {
   MemberChange apply(std::uint32_t index, const MemberRecord& rumour, Time suspicion_deadline);
 
   std::string self_;
-  std::vector<Member> rows_;
+  std::deque<Member> rows_;
   std::vector<Slot> slots_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::uint64_t version_ = 0;
@@ -130,7 +135,11 @@ class MemberTable {
     std::uint32_t row;
     Time at;
   };
-  std::vector<Death> recent_deaths_;  ///< appended in time order, pruned by sample_recently_dead
+  std::vector<Death> recent_deaths_;
+  std::uint32_t intern_teller(const std::string& endpoint);
+  std::vector<std::string> tellers_;
+  std::unordered_map<std::string, std::uint32_t>
+      teller_index_;  ///< appended in time order, pruned by sample_recently_dead
 };
 
 }  // namespace gossip_rdzv::protocol

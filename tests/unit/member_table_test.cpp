@@ -149,6 +149,19 @@ TEST(MemberTable, PiggybackSendsTheLeastTransmittedFirst) {
   EXPECT_FALSE(table.piggyback_pending());
 }
 
+TEST(MemberTable, RemembersWhoToldUsLast) {
+  MemberTable table(kSelf);
+  table.merge(rumour("10.0.0.2:1"), Time{0}, Time{0}, "10.0.0.7:1");
+  table.merge(rumour("10.0.0.3:1"), Time{0}, Time{0}, "10.0.0.7:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.2:1")), "10.0.0.7:1");
+  // News changes the teller; a rumour that teaches nothing does not.
+  table.merge(rumour("10.0.0.2:1", 1, 1), Time{0}, Time{0}, "10.0.0.8:1");
+  table.merge(rumour("10.0.0.3:1"), Time{0}, Time{0}, "10.0.0.8:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.2:1")), "10.0.0.8:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.3:1")), "10.0.0.7:1");
+  EXPECT_EQ(table.teller(Member{}), "");
+}
+
 TEST(MemberTable, SamplePeersIsDistinctLiveAndHonoursExclude) {
   MemberTable table = table_with(6);
   table.declare_dead("10.0.0.5:1", Time{1});
