@@ -184,11 +184,13 @@ struct Core::Impl {
     }
   }
 
-  // A view that names us and more live members than we know: the sender knows members we
-  // missed (a late joiner whose rumours were already spent). Epidemic push leaves such a tail,
-  // which would otherwise wait for the next periodic push-pull.
+  // A view that names us and more members than our table has rows: the sender knows members
+  // we missed (a late joiner whose rumours were already spent). Epidemic push leaves such a
+  // tail, which would otherwise wait for the next periodic push-pull. (Members we know but
+  // think dead do not count: pulling a table every gossip period under loss costs a lot and
+  // brings no row we lack.)
   bool names_members_we_lack(const ViewClaim& claim) const {
-    if (claim.round != config.round || claim.members.size() <= table.live_count()) return false;
+    if (claim.round != config.round || claim.members.size() <= table.rows().size()) return false;
     const MemberKey self{config.self.endpoint, config.self.generation};
     return std::binary_search(claim.members.begin(), claim.members.end(), self);
   }
@@ -311,7 +313,7 @@ struct Core::Impl {
     if (joined || now < next_join_at || config.seeds.empty()) return;
     Join join;
     join.self = self_record();
-    send(config.seeds[join_attempts % config.seeds.size()], std::move(join));
+    send(config.seeds[(first_seed + join_attempts) % config.seeds.size()], std::move(join));
     ++join_attempts;
     // Exponential backoff with +-20% jitter so a crowd of joiners does not retry in step.
     const double jitter = 0.8 + 0.4 * prng.unit();
@@ -510,6 +512,7 @@ struct Core::Impl {
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
+  std::size_t first_seed = 0;  ///< random: with several seeds, the joins spread over them
   Time join_backoff{0};
   Time next_join_at{0};
   Time next_probe_at{0};
@@ -546,6 +549,7 @@ void Core::start(Time now) {
   if (s.started) return;
   s.started = true;
   s.join_backoff = as_time(s.config.timing.join_backoff_initial);
+  if (s.config.seeds.size() > 1) s.first_seed = s.prng.below(s.config.seeds.size());
   s.next_join_at = now;
   s.next_probe_at = now + as_time(s.config.timing.probe_interval);
   s.next_gossip_at = now + as_time(s.config.timing.gossip_interval);
