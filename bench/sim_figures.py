@@ -12,7 +12,7 @@ Each (N, loss, seed) is one `gossip-rdzv-sim --scenario bench --codec size --no-
 Usage (from the repository root, after building gossip-rdzv-sim):
   /usr/bin/python3 bench/sim_figures.py                        # N = 10 100 1000, 0/10/30 %
   /usr/bin/python3 bench/sim_figures.py --nodes 10 100 --loss 0 0.1 --seeds 3 --out /tmp/f
-  /usr/bin/python3 bench/sim_figures.py --from-csv bench/results/sim_figures.csv  # replot
+  /usr/bin/python3 bench/sim_figures.py --from-csv A.csv B.csv --out bench/results/all  # replot
 Writes OUT.csv, OUT.md and OUT.png (OUT defaults to bench/results/sim_figures). The plot
 needs matplotlib (Debian: apt-get install python3-matplotlib); without it only the CSV and the
 table are written. Results of runs that time out are recorded with status "timeout".
@@ -131,7 +131,7 @@ def plot(rows: list[dict], path: str) -> bool:
         means = [sum(num(r, "gossip_periods") for r in by[(n, loss)]) / len(by[(n, loss)])
                  for n in ns]
         tops = [max(num(r, "gossip_periods") for r in by[(n, loss)]) for n in ns]
-        left.errorbar(ns, means, yerr=[[0] * len(ns), [t - m for t, m in zip(tops, means)]],
+        left.errorbar(ns, means, yerr=[[0] * len(ns), [max(0.0, t - m) for t, m in zip(tops, means)]],
                       marker="o", capsize=3, label=f"gossip-rdzv, {loss * 100:.0f}% loss")
     xs = [2 ** (k / 4) for k in range(4 * 2, 4 * 17 + 1)]
     xs = [x for x in xs if all_n and min(all_n) / 2 <= x <= max(all_n) * 2]
@@ -176,12 +176,15 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     p.add_argument("--sim", default=SIM)
     p.add_argument("--out", default="bench/results/sim_figures")
-    p.add_argument("--from-csv", help="skip the runs: tabulate and plot this CSV")
+    p.add_argument("--from-csv", nargs="+", metavar="CSV",
+                   help="skip the runs: tabulate and plot these CSVs (to --out when several)")
     args = p.parse_args()
 
     if args.from_csv:
-        with open(args.from_csv, newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = []
+        for path in args.from_csv:
+            with open(path, newline="") as f:
+                rows += list(csv.DictReader(f))
     else:
         if not os.access(args.sim, os.X_OK):
             sys.stderr.write(f"{args.sim} not found: build it first "
@@ -204,7 +207,14 @@ def main() -> int:
                         writer.writerow(row)
                         f.flush()
     md = table(rows)
-    out = os.path.splitext(args.from_csv)[0] if args.from_csv else args.out
+    out = args.out
+    if args.from_csv and len(args.from_csv) == 1:
+        out = os.path.splitext(args.from_csv[0])[0]
+    elif args.from_csv:
+        with open(out + ".csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
     with open(out + ".md", "w") as f:
         f.write(md)
     print(md)
