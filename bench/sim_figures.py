@@ -1,231 +1,227 @@
-#!/usr/bin/env python3
-"""Simulator figures for docs/performance.md and docs/simulation.md: a table, a CSV and a PNG.
+#!/usr/bin/python3
+"""Simulator figures: the `bench` scenario for several N and loss rates, as CSV, a Markdown
+table and a PNG plot comparing gossip-rdzv with the epidemic bound and a single master.
 
-Runs `gossip-rdzv-sim --scenario bench` for every (N, loss, seed), one child process per run
-(so peak RSS is per run), parses its result line, and writes
+Each (N, loss, seed) is one `gossip-rdzv-sim --scenario bench --codec size --no-fork` process
+(so its peak RSS is its own), run under `nice` and a timeout, one at a time. The plot shows
+  left:  gossip periods to agreement (mean over seeds, bar to the max) per loss rate, next to
+         log2 N (the epidemic bound's shape) and the target ceil(log2 N) + 10;
+  right: messages and bytes per node (mean and max over members) next to what one master
+         that every node talks to would handle (a TCPStore: N times a node's traffic).
 
-  OUT/sim_figures.csv   one row per run
-  OUT/sim_figures.png   agreement in gossip periods vs N (with the epidemic bound log2 N and
-                        the target log2 N + 10), messages of the busiest node vs N (with a
-                        single master), bytes of the busiest node vs N (with a single master)
-
-and prints a Markdown table (means over seeds, max in brackets) to paste into the docs.
-
-    /usr/bin/python3 bench/sim_figures.py                                   # N = 10 100 1000
-    /usr/bin/python3 bench/sim_figures.py --nodes 10 100 --loss 0 0.1 --seeds 3
-    /usr/bin/python3 bench/sim_figures.py --csv-in docs/figures/sim_figures.csv   # re-plot only
-
-The single master is a model, not a measurement: the lower bound for any design where one
-process (a TCPStore, an etcd leader) hands every node the membership. Each node sends it one
-request and gets one reply that lists all N members, so the master handles 2 N messages and
-sends N * N * ENTRY bytes; the other nodes handle 2 messages each. ENTRY (--entry-bytes) is the
-size of one member in a reply; torch's c10d rendezvous state is larger per member and costs
-several round trips per node, so the real master does more than this.
-
-The PNG needs matplotlib (Debian: apt-get install -y python3-matplotlib); without it the
-table and the CSV are still written.
+Usage (from the repository root, after building gossip-rdzv-sim):
+  /usr/bin/python3 bench/sim_figures.py                        # N = 10 100 1000, 0/10/30 %
+  /usr/bin/python3 bench/sim_figures.py --nodes 10 100 --loss 0 0.1 --seeds 3 --out /tmp/f
+  /usr/bin/python3 bench/sim_figures.py --from-csv A.csv B.csv --out bench/results/all  # replot
+Writes OUT.csv, OUT.md and OUT.png (OUT defaults to bench/results/sim_figures). The plot
+needs matplotlib (Debian: apt-get install python3-matplotlib); without it only the CSV and the
+table are written. Results of runs that time out are recorded with status "timeout".
 """
+from __future__ import annotations
 
 import argparse
 import csv
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
-from pathlib import Path
+import time
+from collections import defaultdict
 
-REPO = Path(__file__).resolve().parent.parent
+SIM = "build/tools/gossip-rdzv-sim/gossip-rdzv-sim"
+GOSSIP_INTERVAL_S = 0.2  # LAN timing of the bench scenario
 
-RESULT = re.compile(
-    r"^(?P<status>ok|FAIL)\s+seed (?P<seed>\d+) \S+\s+nodes (?P<nodes>\d+):"
-    r".*?agreement (?P<agreement>[\d.]+) s \((?P<periods>[\d.]+) gossip periods\)"
-    r".*?msgs/node mean (?P<msgs_mean>\d+) max (?P<msgs_max>\d+)"
-    r".*?bytes/node mean (?P<bytes_mean>\d+) max (?P<bytes_max>\d+)"
-    r".*?seed B/join (?P<seed_bytes_per_join>\d+)"
-    r".*?wall (?P<wall>[\d.]+) s"
-    r".*?peak RSS (?P<rss_mib>\d+) MiB",
-    re.MULTILINE,
+LINE = re.compile(
+    r"^(?P<status>ok|FAIL)\s+seed (?P<seed>\d+) bench\s+nodes (?P<nodes>\d+): "
+    r"agreement (?P<agreement>[-\d.]+) s \((?P<periods>[\d.]+) gossip periods\), "
+    r"committed (?P<committed>\d+), not admitted \d+, "
+    r"msgs/node mean (?P<msgs_mean>\d+) max (?P<msgs_max>\d+) "
+    r"\(after join mean (?P<after_mean>\d+) max (?P<after_max>\d+)\), "
+    r"bytes/node mean (?P<bytes_mean>\d+) max (?P<bytes_max>\d+), "
+    r"seed B/join (?P<seed_b_join>\d+), wall (?P<wall>[\d.]+) s, cpu (?P<cpu>[\d.]+) s, "
+    r"peak RSS (?P<rss>\d+) MiB"
 )
-FIELDS = [
-    "nodes", "loss", "seed", "status", "agreement", "periods", "msgs_mean", "msgs_max",
-    "bytes_mean", "bytes_max", "seed_bytes_per_join", "wall", "rss_mib",
-]
+FIELDS = ["nodes", "loss", "seed", "status", "agreement_s", "gossip_periods", "committed",
+          "msgs_mean", "msgs_max", "msgs_after_join_mean", "msgs_after_join_max",
+          "bytes_mean", "bytes_max", "seed_bytes_per_join", "wall_s", "cpu_s", "peak_rss_mib"]
 
 
-def default_binary():
-    for build in ("build", "build-lead"):
-        path = REPO / build / "tools" / "gossip-rdzv-sim" / "gossip-rdzv-sim"
-        if path.exists():
-            return str(path)
-    return str(REPO / "build" / "tools" / "gossip-rdzv-sim" / "gossip-rdzv-sim")
-
-
-def run_one(binary, nodes, loss, seed, timeout, codec):
-    cmd = ["nice", binary, "--scenario", "bench", "--nodes", str(nodes), "--seed", str(seed),
-           "--loss", str(loss), "--codec", codec, "--no-fork"]
+def run_one(sim: str, nodes: int, loss: float, seed: int, timeout: float) -> dict:
+    cmd = ["nice", sim, "--scenario", "bench", "--nodes", str(nodes), "--seed", str(seed),
+           "--loss", str(loss), "--codec", "size", "--no-fork"]
+    row = {"nodes": nodes, "loss": loss, "seed": seed}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
     except subprocess.TimeoutExpired:
-        print(f"  N={nodes} loss={loss} seed={seed}: over the {timeout} s limit, skipped",
-              file=sys.stderr)
-        return None
-    match = RESULT.search(proc.stdout)
-    if not match:
-        raise SystemExit(f"sim_figures: cannot parse the output of {' '.join(cmd)} "
-                         f"(exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    row = {key: match.group(key) for key in FIELDS if key not in ("loss",)}
-    row["loss"] = loss
+        row["status"] = "timeout"
+        return row
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if m:
+            row.update(status="ok" if m["status"] == "ok" else "fail",
+                       agreement_s=m["agreement"], gossip_periods=m["periods"],
+                       committed=m["committed"], msgs_mean=m["msgs_mean"],
+                       msgs_max=m["msgs_max"], msgs_after_join_mean=m["after_mean"],
+                       msgs_after_join_max=m["after_max"], bytes_mean=m["bytes_mean"],
+                       bytes_max=m["bytes_max"], seed_bytes_per_join=m["seed_b_join"],
+                       wall_s=m["wall"], cpu_s=m["cpu"], peak_rss_mib=m["rss"])
+            return row
+    row["status"] = "unparsed"
+    sys.stderr.write(f"could not parse the output of {' '.join(cmd)}:\n{out}\n")
     return row
 
 
-def typed(row):
-    out = dict(row)
-    for key in ("nodes", "seed", "msgs_mean", "msgs_max", "bytes_mean", "bytes_max",
-                "seed_bytes_per_join", "rss_mib"):
-        out[key] = int(out[key])
-    for key in ("loss", "agreement", "periods", "wall"):
-        out[key] = float(out[key])
-    return out
+def num(row: dict, key: str) -> float:
+    return float(row[key])
 
 
-def groups(rows):
-    by = {}
-    for row in rows:
-        by.setdefault((row["nodes"], row["loss"]), []).append(row)
-    return dict(sorted(by.items()))
+def groups(rows: list[dict]) -> dict:
+    by = defaultdict(list)
+    for r in rows:
+        if r.get("status") == "ok":
+            by[(int(r["nodes"]), float(r["loss"]))].append(r)
+    return by
 
 
-def kib(value):
-    return f"{value / 1024:.0f} KiB" if value < 10 * 1024 * 1024 else f"{value / 2**20:.1f} MiB"
+def kib(b: float) -> str:
+    return f"{b / 1024:.0f} KiB" if b < 10 * 1024 * 1024 else f"{b / 1024 / 1024:.1f} MiB"
 
 
-def table(rows):
-    lines = [
-        "| N | loss | runs ok | agreement, s: mean (max) | gossip periods: mean (max) | ⌈log2 N⌉+10 "
-        "| msgs/node mean / max (max÷mean) | bytes/node mean / max | seed B/join | wall per run "
-        "| peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for (nodes, loss), runs in groups(rows).items():
-        ok = [r for r in runs if r["status"] == "ok"]
-        use = ok or runs
-        mean = lambda k: statistics.mean(r[k] for r in use)  # noqa: E731
-        top = lambda k: max(r[k] for r in use)  # noqa: E731
-        target = math.ceil(math.log2(nodes)) + 10
+def table(rows: list[dict]) -> str:
+    lines = ["| N | loss | runs | agreement, s: mean (max) | gossip periods: mean (max) | "
+             "⌈log2 N⌉+10 | msgs/node mean / max (max/mean) | after join: mean / max "
+             "(max/mean) | bytes/node mean / max | seed B/join | cpu per run | wall per run "
+             "| peak RSS |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (n, loss), rs in sorted(groups(rows).items()):
+        mean = lambda k: sum(num(r, k) for r in rs) / len(rs)  # noqa: E731
+        top = lambda k: max(num(r, k) for r in rs)  # noqa: E731
         lines.append(
-            f"| {nodes} | {loss:.0%} | {len(ok)}/{len(runs)} | {mean('agreement'):.2f} "
-            f"({top('agreement'):.2f}) | {mean('periods'):.1f} ({top('periods'):.1f}) | {target} "
-            f"| {mean('msgs_mean'):.0f} / {mean('msgs_max'):.0f} "
-            f"({mean('msgs_max') / max(mean('msgs_mean'), 1):.1f}) "
-            f"| {kib(mean('bytes_mean'))} / {kib(mean('bytes_max'))} "
-            f"| {mean('seed_bytes_per_join'):.0f} | {mean('wall'):.2f} s | {top('rss_mib')} MiB |")
-    return "\n".join(lines)
+            f"| {n} | {loss * 100:.0f}% | {len(rs)} | {mean('agreement_s'):.2f} "
+            f"({top('agreement_s'):.2f}) | {mean('gossip_periods'):.1f} "
+            f"({top('gossip_periods'):.1f}) | {math.ceil(math.log2(n)) + 10} | "
+            f"{mean('msgs_mean'):.0f} / {top('msgs_max'):.0f} "
+            f"({top('msgs_max') / mean('msgs_mean'):.1f}) | "
+            f"{mean('msgs_after_join_mean'):.0f} / {top('msgs_after_join_max'):.0f} "
+            f"({top('msgs_after_join_max') / mean('msgs_after_join_mean'):.1f}) | "
+            f"{kib(mean('bytes_mean'))} / {kib(top('bytes_max'))} | "
+            f"{mean('seed_bytes_per_join'):.0f} | {mean('cpu_s'):.1f} s | "
+            f"{mean('wall_s'):.1f} s | {top('peak_rss_mib'):.0f} MiB |")
+    missing = [r for r in rows if r.get("status") != "ok"]
+    for r in missing:
+        lines.append(f"\nN = {r['nodes']}, loss {float(r['loss']) * 100:.0f}%, seed {r['seed']}: "
+                     f"{r.get('status')}")
+    return "\n".join(lines) + "\n"
 
 
-def series(grouped, loss, key):
-    """(N, mean of `key` over the seeds) for one loss rate, in N order."""
-    return [(n, statistics.mean(r[key] for r in runs))
-            for (n, l), runs in grouped.items() if l == loss]
-
-
-def plot(rows, path, entry_bytes):
+def plot(rows: list[dict], path: str) -> bool:
     try:
         import matplotlib
-
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("sim_figures: matplotlib is missing (apt-get install -y python3-matplotlib); "
-              "no PNG written", file=sys.stderr)
+        sys.stderr.write("matplotlib not found (apt-get install python3-matplotlib): no plot\n")
         return False
-    grouped = groups(rows)
-    losses = sorted({loss for (_, loss) in grouped})
-    all_n = sorted({n for (n, _) in grouped})
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
-
-    ax = axes[0]
-    for loss in losses:
-        ax.plot(*zip(*series(grouped, loss, "periods")), marker="o", label=f"gossip-rdzv, {loss:.0%} loss")
-    ax.plot(all_n, [math.log2(n) for n in all_n], "k:", label="epidemic bound log2 N")
-    ax.plot(all_n, [math.ceil(math.log2(n)) + 10 for n in all_n], "r--",
-            label="target ⌈log2 N⌉ + 10")
-    ax.set(xscale="log", xlabel="nodes N", ylabel="gossip periods to agreement",
-           title="Time to agreement")
-    ax.legend(fontsize=8)
-
-    ax = axes[1]
-    for loss in losses:
-        ax.plot(*zip(*series(grouped, loss, "msgs_max")), marker="o", label=f"busiest node, {loss:.0%} loss")
-    ax.plot(*zip(*series(grouped, losses[0], "msgs_mean")), marker="x", linestyle="-.", label=f"mean node, {losses[0]:.0%} loss")
-    ax.plot(all_n, [2 * n for n in all_n], "k--", label="single master (2 N, lower bound)")
-    ax.set(xscale="log", yscale="log", xlabel="nodes N", ylabel="messages sent + received",
-           title="Messages per node")
-    ax.legend(fontsize=8)
-
-    ax = axes[2]
-    for loss in losses:
-        ax.plot(*zip(*series(grouped, loss, "bytes_max")), marker="o", label=f"busiest node, {loss:.0%} loss")
-    ax.plot(all_n, [n * n * entry_bytes for n in all_n], "k--",
-            label=f"single master (N² × {entry_bytes} B, lower bound)")
-    ax.set(xscale="log", yscale="log", xlabel="nodes N", ylabel="bytes sent + received",
-           title="Bytes per node")
-    ax.legend(fontsize=8)
-
-    fig.suptitle("gossip-rdzv simulator, scenario bench (LAN timing, gossip period 200 ms)")
+    by = groups(rows)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    all_n = sorted({n for n, _ in by})
+    for loss in sorted({loss for _, loss in by}):
+        ns = [n for n in all_n if (n, loss) in by]
+        means = [sum(num(r, "gossip_periods") for r in by[(n, loss)]) / len(by[(n, loss)])
+                 for n in ns]
+        tops = [max(num(r, "gossip_periods") for r in by[(n, loss)]) for n in ns]
+        left.errorbar(ns, means, yerr=[[0] * len(ns), [max(0.0, t - m) for t, m in zip(tops, means)]],
+                      marker="o", capsize=3, label=f"gossip-rdzv, {loss * 100:.0f}% loss")
+    xs = [2 ** (k / 4) for k in range(4 * 2, 4 * 17 + 1)]
+    xs = [x for x in xs if all_n and min(all_n) / 2 <= x <= max(all_n) * 2]
+    left.plot(xs, [math.log2(x) for x in xs], "k--", label="log2 N (epidemic bound)")
+    left.plot(xs, [math.ceil(math.log2(x)) + 10 for x in xs], "r:", label="⌈log2 N⌉ + 10 (target)")
+    left.set_xscale("log")
+    left.set_xlabel("nodes N")
+    left.set_ylabel(f"gossip periods ({GOSSIP_INTERVAL_S * 1000:.0f} ms) to agreement")
+    left.set_title("Rounds to agreement (bench scenario, simulated)")
+    left.legend(fontsize=8)
+    base = [(n, loss) for (n, loss) in sorted(by) if loss == min(l for _, l in by)]
+    ns = [n for n, _ in base]
+    mean_bytes = [sum(num(r, "bytes_mean") for r in by[k]) / len(by[k]) for k in base]
+    max_bytes = [max(num(r, "bytes_max") for r in by[k]) for k in base]
+    mean_msgs = [sum(num(r, "msgs_mean") for r in by[k]) / len(by[k]) for k in base]
+    max_msgs = [max(num(r, "msgs_max") for r in by[k]) for k in base]
+    right.plot(ns, mean_bytes, "o-", label="bytes/node, mean")
+    right.plot(ns, max_bytes, "s-", label="bytes/node, max (busiest node)")
+    right.plot(ns, [n * b for n, b in zip(ns, mean_bytes)], "o--",
+               label="single master: N x bytes/node")
+    right.plot(ns, mean_msgs, "^-", label="messages/node, mean")
+    right.plot(ns, max_msgs, "v-", label="messages/node, max")
+    right.plot(ns, [n * m for n, m in zip(ns, mean_msgs)], "^--",
+               label="single master: N x messages/node")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("nodes N")
+    right.set_title(f"Load per node vs one master ({min(l for _, l in by) * 100:.0f}% loss)")
+    right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--loss", type=float, nargs="+", default=[0.0, 0.1, 0.3])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 1..S per (N, loss)")
-    parser.add_argument("--binary", default=default_binary(), help="gossip-rdzv-sim to run")
-    parser.add_argument("--codec", default="size", choices=["full", "size", "off"],
-                        help="size (default) counts bytes without decoding")
-    parser.add_argument("--timeout", type=float, default=3600, help="limit per run, seconds")
-    parser.add_argument("--out", default=str(REPO / "docs" / "figures"),
-                        help="directory for sim_figures.csv and sim_figures.png")
-    parser.add_argument("--csv-in", help="plot and tabulate this CSV instead of running")
-    parser.add_argument("--entry-bytes", type=int, default=40,
-                        help="bytes per member in the single master's reply (model)")
-    parser.add_argument("--no-plot", action="store_true", help="write no PNG")
-    args = parser.parse_args()
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--nodes", type=int, nargs="+", default=[10, 100, 1000])
+    p.add_argument("--loss", type=float, nargs="+", default=[0.0, 0.1, 0.3])
+    p.add_argument("--seeds", type=int, default=3, help="seeds 1..S for N <= --many-seeds-up-to")
+    p.add_argument("--many-seeds-up-to", type=int, default=100,
+                   help="larger N run seed 1 only (default 100)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per run")
+    p.add_argument("--sim", default=SIM)
+    p.add_argument("--out", default="bench/results/sim_figures")
+    p.add_argument("--from-csv", nargs="+", metavar="CSV",
+                   help="skip the runs: tabulate and plot these CSVs (to --out when several)")
+    args = p.parse_args()
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.csv_in:
-        with open(args.csv_in, newline="") as f:
-            rows = [typed(r) for r in csv.DictReader(f)]
-    else:
-        if not os.access(args.binary, os.X_OK):
-            raise SystemExit(f"sim_figures: {args.binary} not found; build first "
-                             "(bash scripts/test.sh) or pass --binary")
+    if args.from_csv:
         rows = []
-        for nodes in args.nodes:
-            for loss in args.loss:
-                for seed in range(1, args.seeds + 1):
-                    row = run_one(args.binary, nodes, loss, seed, args.timeout, args.codec)
-                    if row is None:
-                        continue
-                    rows.append(typed(row))
-                    print(f"  N={nodes} loss={loss:.0%} seed={seed}: {row['status']}, "
-                          f"{float(row['periods']):.1f} periods, wall {row['wall']} s",
-                          file=sys.stderr, flush=True)
-        with open(out / "sim_figures.csv", "w", newline="") as f:
+        for path in args.from_csv:
+            with open(path, newline="") as f:
+                rows += list(csv.DictReader(f))
+    else:
+        if not os.access(args.sim, os.X_OK):
+            sys.stderr.write(f"{args.sim} not found: build it first "
+                             "(cmake --build build --target gossip-rdzv-sim)\n")
+            return 2
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        rows = []
+        with open(args.out + ".csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIELDS)
+            writer.writeheader()
+            for n in args.nodes:
+                for loss in args.loss:
+                    for seed in range(1, (args.seeds if n <= args.many_seeds_up_to else 1) + 1):
+                        started = time.monotonic()
+                        row = run_one(args.sim, n, loss, seed, args.timeout)
+                        print(f"N={n} loss={loss} seed={seed}: {row.get('status')}, "
+                              f"{row.get('gossip_periods', '-')} periods, "
+                              f"{time.monotonic() - started:.0f} s", flush=True)
+                        rows.append(row)
+                        writer.writerow(row)
+                        f.flush()
+    md = table(rows)
+    out = args.out
+    if args.from_csv and len(args.from_csv) == 1:
+        out = os.path.splitext(args.from_csv[0])[0]
+    elif args.from_csv:
+        with open(out + ".csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
             writer.writeheader()
             writer.writerows(rows)
-    if not rows:
-        raise SystemExit("sim_figures: no run finished")
-    print(table(rows))
-    if not args.no_plot and plot(rows, out / "sim_figures.png", args.entry_bytes):
-        print(f"\nwrote {out / 'sim_figures.png'}", file=sys.stderr)
+    with open(out + ".md", "w") as f:
+        f.write(md)
+    print(md)
+    if plot(rows, out + ".png"):
+        print(f"wrote {out}.csv, {out}.md, {out}.png")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -48,31 +48,38 @@ std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& mem
 Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {}
 
 bool Agreement::merge(const ViewClaim& claim) {
-  if (claim.round != config_.round || claim.members.empty()) return false;
-  if (!strictly_sorted(claim.members)) return false;
-  if (view_digest(claim.round, claim.members) != claim.digest) return false;
-  const std::size_t size = claim.members.size();
-  ViewClaim incoming = claim;
-  bits::trim(incoming.proposed, size);
-  bits::trim(incoming.ready, size);
-  bits::trim(incoming.committed, size);
-  bits::trim(incoming.fenced, size);
-  // A commit bit is only believable next to a full ready set (that is what it certifies).
-  if (!bits::full(incoming.ready, size)) incoming.committed = bits::empty(size);
-
+  if (claim.round != config_.round) return false;
   const ViewId id{claim.attempt, claim.digest};
-  max_attempt_ = std::max(max_attempt_, claim.attempt);
-  auto [it, inserted] = views_.try_emplace(id);
-  if (inserted) {
-    it->second.claim = std::move(incoming);
+  auto it = views_.find(id);
+  if (it == views_.end()) {
+    // A view we do not know must come with its members (a claim by reference to a view we
+    // never held, or pruned, teaches nothing), and they must be the ones its digest names.
+    if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
+    if (view_digest(claim.round, claim.members) != claim.digest) return false;
+    const std::size_t size = claim.members.size();
+    ViewClaim incoming = claim;
+    bits::trim(incoming.proposed, size);
+    bits::trim(incoming.ready, size);
+    bits::trim(incoming.committed, size);
+    bits::trim(incoming.fenced, size);
+    // A commit bit is only believable next to a full ready set (that is what it certifies).
+    if (!bits::full(incoming.ready, size)) incoming.committed = bits::empty(size);
+    max_attempt_ = std::max(max_attempt_, claim.attempt);
+    View view;
+    view.claim = std::move(incoming);
+    views_.emplace(id, std::move(view));
     dirty_ = true;
     return true;
   }
+  // A known view: its id names the members we checked when we stored it, so only the bits
+  // count (a claim by reference carries nothing else). Bits past the view's size are ignored.
   ViewClaim& mine = it->second.claim;
-  bool grew = bits::merge(mine.proposed, incoming.proposed);
-  grew = bits::merge(mine.ready, incoming.ready) || grew;
-  grew = bits::merge(mine.committed, incoming.committed) || grew;
-  grew = bits::merge(mine.fenced, incoming.fenced) || grew;
+  const std::size_t size = mine.members.size();
+  bool grew = bits::merge_within(mine.proposed, claim.proposed, size);
+  grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
+  if (bits::full_within(claim.ready, size))
+    grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
+  grew = bits::merge_within(mine.fenced, claim.fenced, size) || grew;
   dirty_ = dirty_ || grew;
   return grew;
 }
@@ -90,6 +97,7 @@ bool Agreement::valid(const View& view, const MemberTable& table) const {
   view.valid_cached = false;
   const std::size_t size = view.claim.members.size();
   if (size < config_.min_nodes || size > config_.max_nodes) return false;
+  if (size > table.live_count()) return false;  // cheap: a member is missing or dead
   if (!my_index(view)) return false;
   for (const auto& key : view.claim.members) {
     const Member* row = table.find(key.endpoint);
@@ -100,38 +108,46 @@ bool Agreement::valid(const View& view, const MemberTable& table) const {
   return true;
 }
 
-void Agreement::capture_announcements(View& view, const MemberTable& table) const {
-  for (const auto& key : view.claim.members) {
-    if (view.announcements.count(key)) continue;
-    const Member* row = table.find(key.endpoint);
-    if (row != nullptr && row->ann.generation == key.generation) view.announcements[key] = row->ann;
+void Agreement::update_superseded(View& view, const MemberTable& table) const {
+  // Only rows whose generation appeared or changed since the last look can name a newer
+  // process of one of our members: O(new entries * log N), not O(N) per step.
+  const auto& log = table.generation_log();
+  const auto& members = view.claim.members;
+  for (; view.generation_log_seen < log.size(); ++view.generation_log_seen) {
+    const Member& row = table.rows()[log[view.generation_log_seen]];
+    auto it = std::lower_bound(members.begin(), members.end(), MemberKey{row.ann.endpoint, 0});
+    for (; it != members.end() && it->endpoint == row.ann.endpoint; ++it) {
+      const auto index = static_cast<std::uint32_t>(it - members.begin());
+      if (it->generation < row.ann.generation &&
+          std::find(view.superseded.begin(), view.superseded.end(), index) ==
+              view.superseded.end()) {
+        view.superseded.push_back(index);
+      }
+    }
   }
 }
 
-std::optional<std::vector<MemberKey>> Agreement::candidate(Time now, const MemberTable& table) {
-  if (seen_table_version_ != table.version()) {
-    seen_table_version_ = table.version();
-    live_.clear();
-    for (const auto& [endpoint, row] : table.rows()) {  // rows are sorted by endpoint
-      if (row.status != MemberStatus::dead)
-        live_.push_back(MemberKey{endpoint, row.ann.generation});
-    }
-  }
-  std::vector<MemberKey> live = live_;
-  if (live.size() < config_.min_nodes) {
+const std::vector<MemberKey>* Agreement::candidate(Time now, const MemberTable& table) {
+  const std::size_t live = table.live_count();
+  if (live < config_.min_nodes) {
     min_reached_at_.reset();
     last_call_end_.reset();
-    return std::nullopt;
+    return nullptr;
   }
   if (!min_reached_at_) min_reached_at_ = now;
-  if (live.size() < config_.max_nodes) {
+  if (live < config_.max_nodes) {
     // torchrun's last call: MIN is there, wait a little for more before closing the view.
     last_call_end_ = *min_reached_at_ + config_.last_call;
-    if (now < *last_call_end_) return std::nullopt;
+    if (now < *last_call_end_) return nullptr;
   }
   last_call_end_.reset();
-  if (live.size() > config_.max_nodes) live.resize(config_.max_nodes);
-  return live;
+  if (seen_table_version_ != table.version()) {
+    // Sorted live members, built only when a view can be formed and the table changed.
+    seen_table_version_ = table.version();
+    live_ = table.live_keys();
+    if (live_.size() > config_.max_nodes) live_.resize(config_.max_nodes);
+  }
+  return &live_;
 }
 
 const Agreement::View* Agreement::highest() const {
@@ -150,9 +166,10 @@ bool Agreement::fence_restarted_members(const MemberTable& table) {
     const std::size_t size = claim.members.size();
     auto index = my_index(view);
     if (!index || bits::get(claim.fenced, *index) || bits::full(claim.ready, size)) continue;
+    update_superseded(view, table);
     bool missing_restarted = false;
-    for (std::size_t i = 0; i < size && !missing_restarted; ++i) {
-      missing_restarted = !bits::get(claim.ready, i) && superseded(claim.members[i], table);
+    for (std::uint32_t i : view.superseded) {
+      missing_restarted = missing_restarted || !bits::get(claim.ready, i);
     }
     if (!missing_restarted) continue;
     // A member restarted (its endpoint now runs a newer generation, so the old process is
@@ -192,7 +209,7 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   return false;
 }
 
-ViewId Agreement::ensure_view(const std::vector<MemberKey>& members, const MemberTable& table) {
+ViewId Agreement::ensure_view(const std::vector<MemberKey>& members) {
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     if (held_ && !(*held_ < it->first)) break;
     if (it->second.claim.members == members) return it->first;
@@ -208,14 +225,13 @@ ViewId Agreement::ensure_view(const std::vector<MemberKey>& members, const Membe
   view.claim.ready = bits::empty(members.size());
   view.claim.committed = bits::empty(members.size());
   view.claim.fenced = bits::empty(members.size());
-  capture_announcements(view, table);
   views_.emplace(id, std::move(view));
   return id;
 }
 
 bool Agreement::choose_held(Time now, const MemberTable& table) {
   if (ready_) return false;
-  const auto wanted = candidate(now, table);
+  const std::vector<MemberKey>* wanted = candidate(now, table);
   const View* best = nullptr;
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     if (valid(it->second, table)) {
@@ -227,10 +243,16 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
       wanted && std::binary_search(wanted->begin(), wanted->end(), config_.self);
   std::optional<ViewId> target;
   if (wanted_has_me) {
-    if (best != nullptr && includes(best->claim.members, *wanted)) {
-      target = ViewId{best->claim.attempt, best->claim.digest};
+    const ViewId best_id =
+        best == nullptr ? ViewId{} : ViewId{best->claim.attempt, best->claim.digest};
+    if (best != nullptr &&
+        (includes_cache_.view != best_id || includes_cache_.table_version != seen_table_version_)) {
+      includes_cache_ = {best_id, seen_table_version_, includes(best->claim.members, *wanted)};
+    }
+    if (best != nullptr && includes_cache_.result) {
+      target = best_id;
     } else {
-      target = ensure_view(*wanted, table);
+      target = ensure_view(*wanted);
     }
   } else if (best != nullptr) {
     target = ViewId{best->claim.attempt, best->claim.digest};
@@ -239,7 +261,7 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   if (held_ && *target < *held_) {
     // Held views only go up: offer the same members again under a fresh, higher id.
     auto members = views_.at(*target).claim.members;
-    target = ensure_view(members, table);
+    target = ensure_view(members);
     if (!(*held_ < *target)) return false;
   }
   return hold(*target);
@@ -260,7 +282,6 @@ bool Agreement::advance(const MemberTable& table) {
   View& view = views_.at(*held_);
   const std::size_t size = view.claim.members.size();
   const std::size_t index = *my_index(view);
-  capture_announcements(view, table);
   bool changed = false;
   if (!ready_ && bits::full(view.claim.proposed, size) && valid(view, table)) {
     ready_ = true;
@@ -293,7 +314,6 @@ bool Agreement::adopt_commit(const MemberTable& table) {
     ready_ = true;
     bits::set(view.claim.ready, *index);
     bits::set(view.claim.committed, *index);
-    capture_announcements(view, table);
     return true;
   }
   return false;
@@ -311,10 +331,7 @@ bool Agreement::committed_by_live_member(const View& view, const MemberTable& ta
 }
 
 bool Agreement::step(Time now, const MemberTable& table) {
-  if (committed_) {
-    capture_announcements(views_.at(*committed_), table);
-    return false;
-  }
+  if (committed_) return false;
   if (not_admitted_) return false;
   const bool deadline_passed = last_call_end_ && now >= *last_call_end_;
   if (deadline_passed) last_call_end_.reset();  // candidate() sets it again if still waiting
@@ -346,24 +363,43 @@ void Agreement::prune() {
   }
 }
 
-std::vector<ViewClaim> Agreement::claims_to_send() const {
+std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) const {
+  auto claim_for = [&](const ViewClaim& claim) {
+    if (receiver != nullptr) {
+      auto it = std::lower_bound(claim.members.begin(), claim.members.end(), *receiver);
+      if (it != claim.members.end() && *it == *receiver) {
+        const auto i = static_cast<std::size_t>(it - claim.members.begin());
+        // The receiver held this view (its bits are set only by itself), so it knows the
+        // members: send the id and the bits only. A view it moved above may be pruned there,
+        // which is harmless: nothing below its held view decides anything.
+        if (bits::get(claim.proposed, i) || bits::get(claim.ready, i) ||
+            bits::get(claim.committed, i)) {
+          return ViewClaim{claim.round,    claim.attempt, claim.digest,    {},
+                           claim.proposed, claim.ready,   claim.committed, claim.fenced};
+        }
+      }
+    }
+    return claim;
+  };
   std::vector<ViewClaim> claims;
   if (committed_) {
-    claims.push_back(views_.at(*committed_).claim);
+    claims.push_back(claim_for(views_.at(*committed_).claim));
     return claims;
   }
-  if (held_) claims.push_back(views_.at(*held_).claim);
+  if (held_) claims.push_back(claim_for(views_.at(*held_).claim));
   const View* top = highest();
   if (top != nullptr && (!held_ || !(ViewId{top->claim.attempt, top->claim.digest} == *held_))) {
-    claims.push_back(top->claim);
+    claims.push_back(claim_for(top->claim));
   }
   return claims;
 }
 
-std::vector<Announcement> Agreement::committed_members() const {
+std::vector<Announcement> Agreement::committed_members(const MemberTable& table) const {
   std::vector<Announcement> members;
   if (!committed_) return members;
-  for (const auto& [key, ann] : views_.at(*committed_).announcements) members.push_back(ann);
+  for (const auto& key : views_.at(*committed_).claim.members) {
+    if (const Announcement* ann = table.announcement(key)) members.push_back(*ann);
+  }
   return members;
 }
 

@@ -60,13 +60,17 @@ class Agreement {
   /// Returns true when our own bits or held view changed.
   bool step(Time now, const MemberTable& table);
 
-  /// The views worth telling a peer about: held, highest known, committed.
-  std::vector<ViewClaim> claims_to_send() const;
+  /// The views worth telling a peer about: held, highest known, committed. A view the
+  /// receiver is known to hold (its own proposed, ready or committed bit is set) goes by
+  /// reference: its id and seen-by sets without the member list. Without a receiver (or one
+  /// not in the view), every claim carries its members.
+  std::vector<ViewClaim> claims_to_send(const MemberKey* receiver = nullptr) const;
 
   bool committed() const { return committed_.has_value(); }
   bool not_admitted() const { return not_admitted_; }
-  /// Committed view's members' announcements (valid once committed()).
-  std::vector<Announcement> committed_members() const;
+  /// Committed view's members' announcements that the table knows (all of them once the
+  /// table has heard of every member; a restarted member's old process included).
+  std::vector<Announcement> committed_members(const MemberTable& table) const;
   std::optional<ViewClaim> committed_view() const;
   std::optional<ViewClaim> held_view() const;
   /// The committed view that does not include us (when not_admitted()).
@@ -83,23 +87,24 @@ class Agreement {
  private:
   struct View {
     ViewClaim claim;
-    std::map<MemberKey, Announcement> announcements;      ///< captured while valid
     mutable std::uint64_t valid_at_version = UINT64_MAX;  ///< cache of valid() per table version
     mutable bool valid_cached = false;
+    std::size_t generation_log_seen = 0;    ///< entries of table.generation_log() looked at
+    std::vector<std::uint32_t> superseded;  ///< indices of members whose endpoint restarted
   };
 
   bool valid(const View& view, const MemberTable& table) const;
-  std::optional<std::vector<MemberKey>> candidate(Time now, const MemberTable& table);
+  const std::vector<MemberKey>* candidate(Time now, const MemberTable& table);
+  void update_superseded(View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
   bool fence_restarted_members(const MemberTable& table);
   bool superseded(const MemberKey& key, const MemberTable& table) const;
   bool committed_by_live_member(const View& view, const MemberTable& table) const;
   bool choose_held(Time now, const MemberTable& table);
   bool hold(const ViewId& id);
-  ViewId ensure_view(const std::vector<MemberKey>& members, const MemberTable& table);
+  ViewId ensure_view(const std::vector<MemberKey>& members);
   bool advance(const MemberTable& table);
   bool adopt_commit(const MemberTable& table);
-  void capture_announcements(View& view, const MemberTable& table) const;
   std::optional<std::size_t> my_index(const View& view) const;
   const View* highest() const;
   void prune();
@@ -120,7 +125,14 @@ class Agreement {
   bool dirty_ = true;
   std::uint64_t seen_table_version_ = UINT64_MAX;
   std::uint64_t stepped_version_ = UINT64_MAX;
-  std::vector<MemberKey> live_;  ///< non-dead members, sorted, for seen_table_version_
+  std::vector<MemberKey> live_;  ///< non-dead members, sorted, at most MAX, for seen_table_version_
+  /// includes(view, live_) of the last view compared, per table version.
+  struct IncludesCache {
+    ViewId view;
+    std::uint64_t table_version = UINT64_MAX;
+    bool result = false;
+  };
+  IncludesCache includes_cache_;
 };
 
 }  // namespace gossip_rdzv::protocol

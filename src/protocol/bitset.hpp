@@ -2,6 +2,7 @@
 // is a union), which is what makes stale copies harmless: a bit is set only by its owner.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +40,22 @@ inline bool merge(Bytes& into, const Bytes& other) {
   return grew;
 }
 
+/// ORs the first `members` bits of `other` into `into` (bits past them, and bytes past
+/// either set, are ignored: `other` came from a peer); returns true if `into` gained a bit.
+inline bool merge_within(Bytes& into, const Bytes& other, std::size_t members) {
+  const std::size_t n = std::min({into.size(), other.size(), bytes_for(members)});
+  bool grew = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto incoming = other[i];
+    if (i + 1 == bytes_for(members) && members % 8 != 0)
+      incoming = static_cast<std::uint8_t>(incoming & ((1u << (members % 8)) - 1u));
+    const auto merged = static_cast<std::uint8_t>(into[i] | incoming);
+    grew = grew || merged != into[i];
+    into[i] = merged;
+  }
+  return grew;
+}
+
 /// Clears bits past `members` in the last byte, so a peer cannot make a set look full.
 inline void trim(Bytes& set, std::size_t members) {
   set.resize(bytes_for(members), 0);
@@ -55,6 +72,15 @@ inline std::size_t count(const Bytes& set) {
 
 inline bool full(const Bytes& set, std::size_t members) {
   return count(set) == members;
+}
+
+/// Whether bits 0..members-1 are all set (bits past them do not count).
+inline bool full_within(const Bytes& set, std::size_t members) {
+  if (set.size() < bytes_for(members)) return false;
+  for (std::size_t i = 0; i < members / 8; ++i)
+    if (set[i] != 0xff) return false;
+  const std::size_t rest = members % 8;
+  return rest == 0 || (set[members / 8] & ((1u << rest) - 1u)) == ((1u << rest) - 1u);
 }
 
 inline bool any(const Bytes& set) {

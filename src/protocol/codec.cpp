@@ -348,6 +348,19 @@ void check_bitset(const std::vector<std::uint8_t>& bits, std::size_t members, st
 }
 
 void check_view_claim(const ViewClaim& v, const Path& path) {
+  if (v.members.empty()) {
+    // By reference: the receiver knows the members from (round, attempt, digest) and checks
+    // the sizes against them; here the four sets only have to agree with each other.
+    for (const auto* set : {&v.ready, &v.committed, &v.fenced}) {
+      if (set->size() != v.proposed.size()) {
+        reject(Kind::malformed, path,
+               "seen-by sets of a claim by reference differ in size (" +
+                   std::to_string(v.proposed.size()) + " and " + std::to_string(set->size()) +
+                   " bytes)");
+      }
+    }
+    return;
+  }
   for (std::size_t i = 1; i < v.members.size(); ++i) {
     if (!(v.members[i - 1] < v.members[i])) {
       reject(Kind::malformed, Path(&path, "members"),

@@ -71,9 +71,13 @@ struct Core::Impl {
     return MemberRecord{config.self, incarnation, MemberStatus::alive};
   }
 
-  std::vector<ViewClaim> views() const {
+  /// Our claims for `peer`: by reference for views it is known to hold (docs/protocol.md).
+  std::vector<ViewClaim> views(const std::string& peer) const {
     if (config.seed_only) return {};
-    return agreement.claims_to_send();
+    const Member* row = table.find(peer);
+    if (row == nullptr) return agreement.claims_to_send();
+    const MemberKey key{peer, row->ann.generation};
+    return agreement.claims_to_send(&key);
   }
 
   std::vector<std::string> gossip_targets(std::size_t count) {
@@ -107,7 +111,7 @@ struct Core::Impl {
     for (const auto& peer : gossip_targets(fanout)) {
       Gossip gossip;
       gossip.updates = table.take_piggyback(config.timing.max_piggyback);
-      gossip.views = views();
+      gossip.views = views(peer);
       send(peer, std::move(gossip));
     }
   }
@@ -115,7 +119,7 @@ struct Core::Impl {
   std::vector<MemberRecord> full_state() const {
     std::vector<MemberRecord> records;
     records.reserve(table.rows().size());
-    for (const auto& [endpoint, row] : table.rows()) records.push_back(table.record(row));
+    for (const auto& row : table.rows()) records.push_back(table.record(row));
     return records;
   }
 
@@ -203,11 +207,32 @@ struct Core::Impl {
     }
   }
 
-  void learn_views(const std::vector<ViewClaim>& claims) {
+  void learn_views(const std::vector<ViewClaim>& claims, const std::string& via, Time now) {
     if (config.seed_only) return;
     for (const auto& claim : claims) {
       if (agreement.merge(claim)) dirty = true;
+      if (names_members_we_lack(claim)) pull_table(via, now);
     }
+  }
+
+  // A view that names us and more members than our table has rows: the sender knows members
+  // we missed (a late joiner whose rumours were already spent). Epidemic push leaves such a
+  // tail, which would otherwise wait for the next periodic push-pull. (Members we know but
+  // think dead do not count: pulling a table every gossip period under loss costs a lot and
+  // brings no row we lack.)
+  bool names_members_we_lack(const ViewClaim& claim) const {
+    if (claim.round != config.round || claim.members.size() <= table.rows().size()) return false;
+    const MemberKey self{config.self.endpoint, config.self.generation};
+    return std::binary_search(claim.members.begin(), claim.members.end(), self);
+  }
+
+  void pull_table(const std::string& peer, Time now) {
+    if (now < next_table_pull_at || agreement.committed()) return;
+    next_table_pull_at = now + as_time(config.timing.gossip_interval);
+    Gossip gossip;
+    gossip.want_reply = true;
+    gossip.views = views(peer);
+    send(peer, std::move(gossip));
   }
 
   void mark_joined(const std::string& via) {
@@ -240,7 +265,7 @@ struct Core::Impl {
     }
     if (agreement.committed()) {
       Gossip outcome;  // a late joiner learns at once that the round is closed
-      outcome.views = views();
+      outcome.views = views(env.sender);
       send(env.sender, std::move(outcome));
     }
   }
@@ -252,17 +277,17 @@ struct Core::Impl {
   void handle(Time now, const Envelope& env, const Ping& ping) {
     mark_joined(env.sender);
     learn(ping.updates, env.sender, now);
-    learn_views(ping.views);
+    learn_views(ping.views, env.sender, now);
     Ack ack;
     ack.seq = ping.seq;
     ack.updates = table.take_piggyback(config.timing.max_piggyback);
-    ack.views = views();
+    ack.views = views(env.sender);
     send(env.sender, std::move(ack));
   }
   void handle(Time now, const Envelope& env, const Ack& ack) {
     mark_joined(env.sender);
     learn(ack.updates, env.sender, now);
-    learn_views(ack.views);
+    learn_views(ack.views, env.sender, now);
     // An ack from the member itself answers a ping we sent to its advertised endpoint.
     unanswered.erase(env.sender);
     // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
@@ -287,18 +312,20 @@ struct Core::Impl {
   void handle(Time now, const Envelope& env, const Gossip& gossip) {
     mark_joined(env.sender);
     learn(gossip.updates, env.sender, now);
-    learn_views(gossip.views);
+    learn_views(gossip.views, env.sender, now);
     if (gossip.want_reply) {
       Gossip reply;
       reply.updates = full_state();
-      reply.views = views();
+      reply.views = views(env.sender);
       send(env.sender, std::move(reply));
     }
   }
   void handle(Time, const Envelope& env, const Query&) {
     QueryReply reply;
     reply.members = full_state();
-    reply.views = views();
+    std::sort(reply.members.begin(), reply.members.end(),
+              [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });
+    reply.views = views(env.sender);
     send(env.sender, std::move(reply));
   }
   void handle(Time, const Envelope&, const QueryReply&) {}
@@ -402,7 +429,7 @@ struct Core::Impl {
     if (joined || now < next_join_at || config.seeds.empty()) return;
     Join join;
     join.self = self_record();
-    send(config.seeds[join_attempts % config.seeds.size()], std::move(join));
+    send(config.seeds[(first_seed + join_attempts) % config.seeds.size()], std::move(join));
     ++join_attempts;
     // Exponential backoff with +-20% jitter so a crowd of joiners does not retry in step.
     const double jitter = 0.8 + 0.4 * prng.unit();
@@ -450,7 +477,7 @@ struct Core::Impl {
     Ping ping;
     ping.seq = ++next_seq;
     ping.updates = table.take_piggyback(config.timing.max_piggyback);
-    ping.views = views();
+    ping.views = views(targets.front());
     probe = Probe{targets.front(), ping.seq, now, false};
     send(targets.front(), std::move(ping));
   }
@@ -472,15 +499,26 @@ struct Core::Impl {
     }
     if (now >= next_push_pull_at && !commit_reported) {
       next_push_pull_at = now + as_time(config.timing.push_pull_interval);
-      auto peers = table.sample_peers(prng, 1);
-      if (!peers.empty()) {
+      if (auto peer = push_pull_partner()) {
         Gossip gossip;
         gossip.want_reply = true;
         gossip.updates = full_state();
-        gossip.views = views();
-        send(peers.front(), std::move(gossip));
+        gossip.views = views(*peer);
+        send(*peer, std::move(gossip));
       }
     }
+  }
+
+  // A random live peer, preferably not one of our seeds: every node joined through them and
+  // knows them, so they would otherwise answer far more full-state exchanges than anyone.
+  std::optional<std::string> push_pull_partner() {
+    auto peers = table.sample_peers(prng, config.seeds.size() + 1);
+    for (const auto& peer : peers) {
+      if (std::find(config.seeds.begin(), config.seeds.end(), peer) == config.seeds.end())
+        return peer;
+    }
+    if (peers.empty()) return std::nullopt;
+    return peers.front();
   }
 
   // A member buried by mistake (a partition longer than the suspicion timeout) only refutes
@@ -491,7 +529,7 @@ struct Core::Impl {
     Gossip gossip;
     gossip.updates = table.take_piggyback(config.timing.max_piggyback);
     if (const Member* row = table.find(*buried)) gossip.updates.push_back(table.record(*row));
-    gossip.views = views();
+    gossip.views = views(*buried);
     send(*buried, std::move(gossip));
   }
 
@@ -519,7 +557,7 @@ struct Core::Impl {
   }
 
   void report_commit(Time now) {
-    const auto members = agreement.committed_members();
+    const auto members = agreement.committed_members(table);
     const auto view = agreement.committed_view();
     if (members.size() != view->members.size()) {
       // We adopted a commit but do not know every member's announcement yet (e.g. we
@@ -549,12 +587,13 @@ struct Core::Impl {
   // beyond MAX, a late joiner) is not a gossip target after the commit and would wait for
   // its own join timeout once the members leave. Tell each one once, now.
   void tell_outsiders(const ViewClaim& view) {
-    for (const auto& peer : table.live_peers()) {
+    for (std::uint32_t index : table.live_peers()) {
+      const std::string& peer = table.rows()[index].ann.endpoint;
       // members are sorted by (endpoint, generation): find the endpoint by binary search.
       auto it = std::lower_bound(view.members.begin(), view.members.end(), MemberKey{peer, 0});
       if (it != view.members.end() && it->endpoint == peer) continue;
       Gossip outcome;
-      outcome.views = views();
+      outcome.views = views(peer);
       send(peer, std::move(outcome));
     }
   }
@@ -590,11 +629,13 @@ struct Core::Impl {
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
+  std::size_t first_seed = 0;  ///< random: with several seeds, the joins spread over them
   Time join_backoff{0};
   Time next_join_at{0};
   Time next_probe_at{0};
   Time next_gossip_at{0};
   Time next_push_pull_at{0};
+  Time next_table_pull_at{0};  ///< rate limit of pull_table()
   Time last_push_at{0};
   Time committed_at{0};
   std::uint64_t next_seq = 0;
@@ -632,6 +673,7 @@ void Core::start(Time now) {
   if (s.started) return;
   s.started = true;
   s.join_backoff = as_time(s.config.timing.join_backoff_initial);
+  if (s.config.seeds.size() > 1) s.first_seed = s.prng.below(s.config.seeds.size());
   s.next_join_at = now;
   s.next_probe_at = now + as_time(s.config.timing.probe_interval);
   s.next_gossip_at = now + as_time(s.config.timing.gossip_interval);
@@ -752,10 +794,12 @@ Snapshot Core::snapshot() const {
   snap.joined = s.joined;
   snap.committed = s.commit_reported;
   snap.done = s.done;
-  for (const auto& [endpoint, row] : s.table.rows()) {
+  for (const auto& row : s.table.rows()) {
     snap.members.push_back(
-        MemberView{row.ann, row.status, row.incarnation, row.last_heard, row.last_heard_via});
+        MemberView{row.ann, row.status, row.incarnation, row.last_heard, s.table.teller(row)});
   }
+  std::sort(snap.members.begin(), snap.members.end(),
+            [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });
   snap.held = s.agreement.held_view();
   for (const auto& [endpoint, entry] : s.unanswered) {
     if (entry.count == 0) continue;

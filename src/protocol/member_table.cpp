@@ -6,52 +6,77 @@ namespace gossip_rdzv::protocol {
 
 MemberTable::MemberTable(std::string self_endpoint) : self_(std::move(self_endpoint)) {}
 
+std::uint32_t MemberTable::insert(const MemberRecord& record) {
+  const auto index = static_cast<std::uint32_t>(rows_.size());
+  Member row;
+  row.ann = record.ann;
+  row.incarnation = record.incarnation;
+  row.status = MemberStatus::alive;
+  rows_.push_back(std::move(row));
+  slots_.emplace_back();
+  index_.emplace(record.ann.endpoint, index);
+  generation_log_.push_back(index);
+  ++version_;
+  return index;
+}
+
+void MemberTable::set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline) {
+  Member& row = rows_[index];
+  if (row.status == MemberStatus::suspect) suspects_.erase({row.suspect_deadline, index});
+  row.status = status;
+  if (status == MemberStatus::suspect) {
+    row.suspect_deadline = suspect_deadline;
+    suspects_.emplace(suspect_deadline, index);
+  }
+}
+
 void MemberTable::set_self(const MemberRecord& self) {
-  auto& row = rows_[self.ann.endpoint];
-  if (row.ann != self.ann || row.status != self.status) ++version_;
+  auto found = index_of(self.ann.endpoint);
+  const std::uint32_t index = found ? *found : insert(self);
+  Member& row = rows_[index];
+  if (found && (row.ann != self.ann || row.status != self.status)) ++version_;
   row.ann = self.ann;
   row.incarnation = self.incarnation;
-  row.status = self.status;
+  set_status(index, self.status, row.suspect_deadline);
 }
 
 MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspicion_deadline,
                                 const std::string& via) {
-  const std::string& endpoint = rumour.ann.endpoint;
-  auto it = rows_.find(endpoint);
-  if (it == rows_.end()) {
-    Member row;
-    row.ann = rumour.ann;
-    row.incarnation = rumour.incarnation;
-    row.status = rumour.status;
-    row.last_heard_via = via;
-    if (row.status == MemberStatus::suspect) row.suspect_deadline = suspicion_deadline;
-    rows_.emplace(endpoint, std::move(row));
-    ++version_;
-    track_liveness(endpoint, rumour.status != MemberStatus::dead);
+  auto found = index_of(rumour.ann.endpoint);
+  if (!found) {
+    const std::uint32_t index = insert(rumour);
+    rows_[index].via = intern_teller(via);
+    set_status(index, rumour.status, suspicion_deadline);
+    track_liveness(index);
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
-  MemberChange change = apply(it->second, rumour, suspicion_deadline);
-  if (change != MemberChange::none) it->second.last_heard_via = via;
-  if (change == MemberChange::died) recent_deaths_.push_back(Death{endpoint, now});
+  MemberChange change = apply(*found, rumour, suspicion_deadline);
+  if (change != MemberChange::none) rows_[*found].via = intern_teller(via);
+  if (change == MemberChange::died) recent_deaths_.push_back(Death{*found, now});
   return change;
 }
 
-MemberChange MemberTable::apply(Member& row, const MemberRecord& rumour, Time suspicion_deadline) {
+MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
+                                Time suspicion_deadline) {
+  Member& row = rows_[index];
   if (rumour.ann.generation < row.ann.generation) return MemberChange::none;
   if (rumour.ann.generation > row.ann.generation) {
-    // The process behind this endpoint restarted: its old generation is gone for good.
+    // The process behind this endpoint restarted: its old generation is gone for good. Keep
+    // its announcement: a view of this round may still name it.
+    retired_.insert_or_assign(MemberKey{row.ann.endpoint, row.ann.generation}, row.ann);
     row.ann = rumour.ann;
     row.incarnation = rumour.incarnation;
-    row.status = rumour.status;
     row.last_heard = Time{0};
-    row.suspect_deadline = suspicion_deadline;
+    set_status(index, rumour.status, suspicion_deadline);
     ++version_;
-    track_liveness(rumour.ann.endpoint, rumour.status != MemberStatus::dead);
+    generation_log_.push_back(index);
+    track_liveness(index);
     return MemberChange::restarted;
   }
   const bool newer = rumour.incarnation > row.incarnation;
   const bool same = rumour.incarnation == row.incarnation;
   MemberChange change = MemberChange::none;
+  Time deadline = row.suspect_deadline;
   switch (rumour.status) {
     case MemberStatus::alive:
       if (newer)
@@ -61,7 +86,7 @@ MemberChange MemberTable::apply(Member& row, const MemberRecord& rumour, Time su
     case MemberStatus::suspect:
       if (!(newer || (same && row.status == MemberStatus::alive))) return MemberChange::none;
       change = row.status == MemberStatus::suspect ? MemberChange::none : MemberChange::suspected;
-      row.suspect_deadline = suspicion_deadline;
+      deadline = suspicion_deadline;
       break;
     case MemberStatus::dead:
       if (!(newer || (same && row.status != MemberStatus::dead))) return MemberChange::none;
@@ -71,10 +96,10 @@ MemberChange MemberTable::apply(Member& row, const MemberRecord& rumour, Time su
   const bool liveness_changed =
       (row.status == MemberStatus::dead) != (rumour.status == MemberStatus::dead);
   row.incarnation = rumour.incarnation;
-  row.status = rumour.status;
+  set_status(index, rumour.status, deadline);
   if (liveness_changed) {
     ++version_;
-    track_liveness(rumour.ann.endpoint, rumour.status != MemberStatus::dead);
+    track_liveness(index);
   }
   // A newer incarnation is news even when the status stays the same (it must spread).
   if (change == MemberChange::none && newer) change = MemberChange::recovered;
@@ -82,78 +107,114 @@ MemberChange MemberTable::apply(Member& row, const MemberRecord& rumour, Time su
 }
 
 void MemberTable::heard_from(const std::string& endpoint, std::uint64_t generation, Time now) {
-  auto it = rows_.find(endpoint);
-  if (it != rows_.end() && it->second.ann.generation == generation) it->second.last_heard = now;
+  auto index = index_of(endpoint);
+  if (index && rows_[*index].ann.generation == generation) rows_[*index].last_heard = now;
 }
 
 bool MemberTable::suspect(const std::string& endpoint, Time deadline) {
-  auto it = rows_.find(endpoint);
-  if (it == rows_.end() || it->second.status != MemberStatus::alive) return false;
-  it->second.status = MemberStatus::suspect;
-  it->second.suspect_deadline = deadline;
+  auto index = index_of(endpoint);
+  if (!index || rows_[*index].status != MemberStatus::alive) return false;
+  set_status(*index, MemberStatus::suspect, deadline);
   return true;
 }
 
 bool MemberTable::declare_dead(const std::string& endpoint, Time now) {
-  auto it = rows_.find(endpoint);
-  if (it == rows_.end() || it->second.status == MemberStatus::dead) return false;
-  it->second.status = MemberStatus::dead;
+  auto index = index_of(endpoint);
+  if (!index || rows_[*index].status == MemberStatus::dead) return false;
+  set_status(*index, MemberStatus::dead, Time{0});
   ++version_;
-  track_liveness(endpoint, false);
-  recent_deaths_.push_back(Death{endpoint, now});
+  track_liveness(*index);
+  recent_deaths_.push_back(Death{*index, now});
   return true;
 }
 
 std::optional<std::string> MemberTable::sample_recently_dead(Prng& prng, Time since) {
   std::erase_if(recent_deaths_, [&](const Death& death) {
-    const Member* row = find(death.endpoint);
-    return death.at < since || row == nullptr || row->status != MemberStatus::dead;
+    return death.at < since || rows_[death.row].status != MemberStatus::dead;
   });
   if (recent_deaths_.empty()) return std::nullopt;
-  return recent_deaths_[prng.below(recent_deaths_.size())].endpoint;
+  return rows_[recent_deaths_[prng.below(recent_deaths_.size())].row].ann.endpoint;
 }
 
 std::vector<std::string> MemberTable::expired_suspects(Time now) const {
   std::vector<std::string> expired;
-  for (const auto& [endpoint, row] : rows_) {
-    if (row.status == MemberStatus::suspect && row.suspect_deadline <= now)
-      expired.push_back(endpoint);
+  for (const auto& [deadline, index] : suspects_) {
+    if (deadline > now) break;
+    expired.push_back(rows_[index].ann.endpoint);
   }
   return expired;
 }
 
 std::optional<Time> MemberTable::earliest_suspect_deadline() const {
-  std::optional<Time> earliest;
-  for (const auto& [endpoint, row] : rows_) {
-    if (row.status != MemberStatus::suspect) continue;
-    if (!earliest || row.suspect_deadline < *earliest) earliest = row.suspect_deadline;
-  }
-  return earliest;
+  if (suspects_.empty()) return std::nullopt;
+  return suspects_.begin()->first;
+}
+
+std::optional<std::uint32_t> MemberTable::index_of(const std::string& endpoint) const {
+  auto it = index_.find(endpoint);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
 }
 
 const Member* MemberTable::find(const std::string& endpoint) const {
-  auto it = rows_.find(endpoint);
-  return it == rows_.end() ? nullptr : &it->second;
+  auto index = index_of(endpoint);
+  return index ? &rows_[*index] : nullptr;
+}
+
+std::uint32_t MemberTable::intern_teller(const std::string& endpoint) {
+  const auto next = static_cast<std::uint32_t>(tellers_.size());
+  auto [it, inserted] = teller_index_.try_emplace(endpoint, next);
+  if (inserted) tellers_.push_back(endpoint);
+  return it->second;
+}
+
+const std::string& MemberTable::teller(const Member& member) const {
+  static const std::string none;
+  return member.via < tellers_.size() ? tellers_[member.via] : none;
 }
 
 MemberRecord MemberTable::record(const Member& member) const {
   return MemberRecord{member.ann, member.incarnation, member.status};
 }
 
-void MemberTable::track_liveness(const std::string& endpoint, bool live) {
-  if (endpoint == self_) return;
-  auto it = live_index_.find(endpoint);
-  if (live && it == live_index_.end()) {
-    live_index_.emplace(endpoint, live_peers_.size());
-    live_peers_.push_back(endpoint);
-  } else if (!live && it != live_index_.end()) {
-    const std::size_t slot = it->second;
-    live_index_.erase(it);
-    if (slot + 1 != live_peers_.size()) {
-      live_peers_[slot] = std::move(live_peers_.back());
-      live_index_[live_peers_[slot]] = slot;
-    }
+const Announcement* MemberTable::announcement(const MemberKey& key) const {
+  const Member* row = find(key.endpoint);
+  if (row != nullptr && row->ann.generation == key.generation) return &row->ann;
+  auto it = retired_.find(key);
+  return it == retired_.end() ? nullptr : &it->second;
+}
+
+std::vector<MemberKey> MemberTable::live_keys() const {
+  std::vector<MemberKey> keys;
+  keys.reserve(live_peers_.size() + 1);
+  for (std::uint32_t index : live_peers_) {
+    keys.push_back(MemberKey{rows_[index].ann.endpoint, rows_[index].ann.generation});
+  }
+  const Member* self = find(self_);
+  if (self != nullptr && self->status != MemberStatus::dead)
+    keys.push_back(MemberKey{self->ann.endpoint, self->ann.generation});
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::size_t MemberTable::live_count() const {
+  const Member* self = find(self_);
+  return live_peers_.size() + (self != nullptr && self->status != MemberStatus::dead ? 1 : 0);
+}
+
+void MemberTable::track_liveness(std::uint32_t index) {
+  if (rows_[index].ann.endpoint == self_) return;
+  const bool live = rows_[index].status != MemberStatus::dead;
+  std::uint32_t& position = slots_[index].live_position;
+  if (live && position == kNone) {
+    position = static_cast<std::uint32_t>(live_peers_.size());
+    live_peers_.push_back(index);
+  } else if (!live && position != kNone) {
+    const std::uint32_t moved = live_peers_.back();
+    live_peers_[position] = moved;
+    slots_[moved].live_position = position;
     live_peers_.pop_back();
+    position = kNone;
   }
 }
 
@@ -162,34 +223,52 @@ std::vector<std::string> MemberTable::sample_peers(Prng& prng, std::size_t count
   std::vector<std::string> picked;
   const std::size_t available = live_peers_.size();
   if (available == 0) return picked;
+  const std::uint32_t excluded = exclude.empty() ? kNone : index_of(exclude).value_or(kNone);
+  const bool exclude_live = excluded != kNone && slots_[excluded].live_position != kNone;
   // Rejection sampling: O(count) expected, independent of the table size.
-  const std::size_t wanted = std::min(count, available - (live_index_.count(exclude) ? 1 : 0));
+  const std::size_t wanted = std::min(count, available - (exclude_live ? 1 : 0));
+  std::vector<std::uint32_t> taken;
   std::size_t attempts = 0;
-  while (picked.size() < wanted && attempts < wanted * 8 + 16) {
+  while (taken.size() < wanted && attempts < wanted * 8 + 16) {
     ++attempts;
-    const std::string& candidate = live_peers_[prng.below(available)];
-    if (candidate == exclude) continue;
-    if (std::find(picked.begin(), picked.end(), candidate) != picked.end()) continue;
-    picked.push_back(candidate);
+    const std::uint32_t candidate = live_peers_[prng.below(available)];
+    if (candidate == excluded) continue;
+    if (std::find(taken.begin(), taken.end(), candidate) != taken.end()) continue;
+    taken.push_back(candidate);
   }
+  for (std::uint32_t index : taken) picked.push_back(rows_[index].ann.endpoint);
   return picked;
 }
 
 void MemberTable::enqueue(const std::string& endpoint, std::uint32_t transmits) {
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const Queued& q) { return q.endpoint == endpoint; });
-  if (it != queue_.end()) queue_.erase(it);
-  queue_.push_back(Queued{endpoint, transmits});
+  auto index = index_of(endpoint);
+  if (!index) return;
+  Slot& slot = slots_[*index];
+  if (slot.queue_stamp != 0) queue_.erase(queue_key(*index, slot));
+  slot.queue_stamp = 0;
+  if (transmits == 0) return;
+  slot.queue_stamp = next_stamp_++;
+  slot.sent = 0;
+  slot.limit = transmits;
+  queue_.insert(queue_key(*index, slot));
 }
 
 std::vector<MemberRecord> MemberTable::take_piggyback(std::size_t max) {
   std::vector<MemberRecord> taken;
-  for (auto it = queue_.rbegin(); it != queue_.rend() && taken.size() < max; ++it) {
-    const Member* row = find(it->endpoint);
-    if (row != nullptr) taken.push_back(record(*row));
-    it->remaining = row == nullptr ? 0 : it->remaining - 1;
+  std::vector<std::uint32_t> picked;
+  for (auto it = queue_.begin(); it != queue_.end() && picked.size() < max;) {
+    picked.push_back(std::get<2>(*it));
+    it = queue_.erase(it);
   }
-  std::erase_if(queue_, [](const Queued& q) { return q.remaining == 0; });
+  for (std::uint32_t index : picked) {
+    taken.push_back(record(rows_[index]));
+    Slot& slot = slots_[index];
+    if (++slot.sent < slot.limit) {
+      queue_.insert(queue_key(index, slot));
+    } else {
+      slot.queue_stamp = 0;
+    }
+  }
   return taken;
 }
 

@@ -1,13 +1,22 @@
 // The SWIM membership table: one row per endpoint, SWIM's precedence rules for merging
 // rumours, the piggyback queue, and O(1) random sampling of peers (so a seed's work per join
 // does not grow with the cluster).
+//
+// Nothing here scans the table per message: rows live in a vector with a hash index, the
+// live peers, the suspects (by deadline) and the piggyback queue are kept up to date as rows
+// change, so one step costs O(log N) at most whatever the cluster size. A simulated cluster
+// of N nodes holds N tables of N rows; per-step scans would make a run cubic.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core.hpp"
@@ -20,9 +29,9 @@ struct Member {
   Announcement ann;
   std::uint64_t incarnation = 0;
   MemberStatus status = MemberStatus::alive;
-  Time suspect_deadline{0};    ///< when a suspect is declared dead
-  Time last_heard{0};          ///< last message from the member itself; 0: never
-  std::string last_heard_via;  ///< who last told us about it
+  Time suspect_deadline{0};        ///< when a suspect is declared dead
+  Time last_heard{0};              ///< last message from the member itself; 0: never
+  std::uint32_t via = UINT32_MAX;  ///< who last told us about it: MemberTable::teller()
 };
 
 /// What a merge did, so the core can raise the matching event.
@@ -53,43 +62,84 @@ class MemberTable {
   std::optional<Time> earliest_suspect_deadline() const;
 
   const Member* find(const std::string& endpoint) const;
-  const std::map<std::string, Member>& rows() const { return rows_; }
+  /// Every row ever inserted, in insertion order; a row's index never changes. A deque: no
+  /// spare capacity (a simulated cluster holds N tables of N rows).
+  const std::deque<Member>& rows() const { return rows_; }
+  /// The endpoint that last told us about a member ("" if none). Interned: a node hears
+  /// from far fewer peers than it has rows times rumours.
+  const std::string& teller(const Member& member) const;
+  /// Row index of `endpoint`, if known.
+  std::optional<std::uint32_t> index_of(const std::string& endpoint) const;
   MemberRecord record(const Member& member) const;
   /// Bumped whenever a member's generation or liveness changes.
   std::uint64_t version() const { return version_; }
+  /// Row indices in the order their generation became known (a new row, or a restart): a
+  /// view only needs to look at the entries it has not seen to find members that restarted.
+  const std::vector<std::uint32_t>& generation_log() const { return generation_log_; }
+  /// The announcement of exactly this process: the current row, or one a restart replaced.
+  const Announcement* announcement(const MemberKey& key) const;
+  /// Non-dead members, us included, sorted by endpoint.
+  std::vector<MemberKey> live_keys() const;
+  /// Non-dead members, us included.
+  std::size_t live_count() const;
 
   /// Members other than us that are not dead.
   std::size_t live_peer_count() const { return live_peers_.size(); }
-  const std::vector<std::string>& live_peers() const { return live_peers_; }
+  /// Row indices of the live peers (unordered).
+  const std::vector<std::uint32_t>& live_peers() const { return live_peers_; }
   /// Up to `count` distinct live peers, uniformly, excluding `exclude`.
   std::vector<std::string> sample_peers(Prng& prng, std::size_t count,
                                         const std::string& exclude = {}) const;
 
-  /// Queues a row to be piggybacked `transmits` times (memberlist's TransmitLimitedQueue).
+  /// Queues a row to be piggybacked `transmits` times (memberlist's TransmitLimitedQueue);
+  /// queuing it again starts its count afresh.
   void enqueue(const std::string& endpoint, std::uint32_t transmits);
-  /// Takes up to `max` queued rows, newest first, counting one transmission each.
+  /// Takes up to `max` queued rows, the least transmitted first (newest first among equals),
+  /// counting one transmission each. Like memberlist: during a join storm every new row gets
+  /// its first transmissions before any row gets its tenth, so none is buried under newer ones.
   std::vector<MemberRecord> take_piggyback(std::size_t max);
   bool piggyback_pending() const { return !queue_.empty(); }
 
  private:
-  void track_liveness(const std::string& endpoint, bool live);
-  MemberChange apply(Member& row, const MemberRecord& rumour, Time suspicion_deadline);
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  /// Per-row bookkeeping next to `rows_` (same index).
+  struct Slot {
+    std::uint32_t live_position = kNone;  ///< index in live_peers_, kNone when not live
+    std::uint64_t queue_stamp = 0;        ///< when the row was queued; 0: not queued
+    std::uint32_t sent = 0;               ///< transmissions since it was queued
+    std::uint32_t limit = 0;              ///< transmissions it is queued for
+  };
+
+  std::uint32_t insert(const MemberRecord& record);
+  void set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline);
+  void track_liveness(std::uint32_t index);
+  MemberChange apply(std::uint32_t index, const MemberRecord& rumour, Time suspicion_deadline);
 
   std::string self_;
-  std::map<std::string, Member> rows_;
+  std::deque<Member> rows_;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::string, std::uint32_t> index_;
   std::uint64_t version_ = 0;
-  std::vector<std::string> live_peers_;
-  std::unordered_map<std::string, std::size_t> live_index_;
-  struct Queued {
-    std::string endpoint;
-    std::uint32_t remaining;
-  };
-  std::vector<Queued> queue_;
+  std::vector<std::uint32_t> generation_log_;
+  std::map<MemberKey, Announcement> retired_;  ///< processes replaced by a restart
+  std::vector<std::uint32_t> live_peers_;
+  std::set<std::pair<Time, std::uint32_t>> suspects_;  ///< (deadline, row) of every suspect
+  /// (transmissions so far, newest first, row): the front is what goes out next.
+  using QueueKey = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>;
+  static QueueKey queue_key(std::uint32_t row, const Slot& slot) {
+    return {slot.sent, UINT64_MAX - slot.queue_stamp, row};
+  }
+  std::set<QueueKey> queue_;
+  std::uint64_t next_stamp_ = 1;
   struct Death {
-    std::string endpoint;
+    std::uint32_t row;
     Time at;
   };
-  std::vector<Death> recent_deaths_;  ///< appended in time order, pruned by sample_recently_dead
+  std::vector<Death> recent_deaths_;
+  std::uint32_t intern_teller(const std::string& endpoint);
+  std::vector<std::string> tellers_;
+  std::unordered_map<std::string, std::uint32_t>
+      teller_index_;  ///< appended in time order, pruned by sample_recently_dead
 };
 
 }  // namespace gossip_rdzv::protocol

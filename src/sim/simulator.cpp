@@ -54,6 +54,10 @@ const char* event_name(const protocol::Event& event) {
   return names[event.index()];
 }
 
+bool is_join_exchange(protocol::MessageType type) {
+  return type == protocol::MessageType::join || type == protocol::MessageType::join_reply;
+}
+
 /// Node ids are random per process start; they must be non-zero.
 std::uint64_t nonzero(std::uint64_t value) {
   return value == 0 ? 1 : value;
@@ -366,6 +370,7 @@ struct Simulator::Impl {
     auto& traffic = stats.traffic[from];
     ++traffic.messages_sent;
     traffic.bytes_sent += packet->size;
+    if (is_join_exchange(packet->type)) ++traffic.join_messages;
     if (from == seed_slot && packet->type == protocol::MessageType::join_reply) {
       seed_join_reply_bytes += packet->size;
       ++seed_join_replies;
@@ -399,6 +404,7 @@ struct Simulator::Impl {
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
     traffic.bytes_received += packet.size;
+    if (is_join_exchange(packet.type)) ++traffic.join_messages;
     ++stats.packets_delivered;
     if (packet.envelope) {
       slot.core->on_message(now, *packet.envelope);
@@ -562,7 +568,7 @@ struct Simulator::Impl {
     stats.dropped_by_loss = network.dropped_by_loss();
     stats.dropped_by_partition = network.dropped_by_partition();
     stats.duplicated = network.duplicated();
-    double messages = 0, bytes = 0, members = 0;
+    double messages = 0, bytes = 0, members = 0, after_join = 0;
     for (std::size_t i = 0; i < slots.size(); ++i) {
       if (slots[i].spec.seed_only) continue;
       const auto& t = stats.traffic[i];
@@ -572,9 +578,14 @@ struct Simulator::Impl {
       stats.messages_per_node.max =
           std::max(stats.messages_per_node.max, static_cast<double>(t.messages()));
       stats.bytes_per_node.max = std::max(stats.bytes_per_node.max, static_cast<double>(t.bytes()));
+      const auto beyond = static_cast<double>(t.messages() - t.join_messages);
+      after_join += beyond;
+      stats.messages_per_node_after_join.max =
+          std::max(stats.messages_per_node_after_join.max, beyond);
     }
     if (members > 0) {
       stats.messages_per_node.mean = messages / members;
+      stats.messages_per_node_after_join.mean = after_join / members;
       stats.bytes_per_node.mean = bytes / members;
       stats.seed_bytes_per_member =
           static_cast<double>(stats.traffic[seed_slot].bytes_sent) / members;
@@ -633,14 +644,15 @@ std::string RunResult::summary_line() const {
   std::snprintf(
       buf, sizeof buf,
       "%s seed %llu %-18s nodes %zu: agreement %s s (%.1f gossip periods), committed %llu, "
-      "not admitted %llu, msgs/node mean %.0f max %.0f, bytes/node mean %.0f max %.0f, "
-      "seed B/join %.0f",
+      "not admitted %llu, msgs/node mean %.0f max %.0f (after join mean %.0f max %.0f), "
+      "bytes/node mean %.0f max %.0f, seed B/join %.0f",
       passed ? "ok  " : "FAIL", static_cast<unsigned long long>(scenario.seed),
       scenario.kind.c_str(), scenario.nodes.size(),
       stats.last_outcome ? seconds_text(stats.agreement_time).c_str() : "-", stats.gossip_periods,
       static_cast<unsigned long long>(stats.committed),
       static_cast<unsigned long long>(stats.not_admitted), stats.messages_per_node.mean,
-      stats.messages_per_node.max, stats.bytes_per_node.mean, stats.bytes_per_node.max,
+      stats.messages_per_node.max, stats.messages_per_node_after_join.mean,
+      stats.messages_per_node_after_join.max, stats.bytes_per_node.mean, stats.bytes_per_node.max,
       stats.seed_bytes_per_join);
   return buf;
 }

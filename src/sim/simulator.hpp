@@ -42,6 +42,7 @@ struct NodeTraffic {
   std::uint64_t messages_received = 0;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
+  std::uint64_t join_messages = 0;  ///< Join and JoinReply, sent + received (counted above too)
   std::uint64_t messages() const { return messages_sent + messages_received; }
   std::uint64_t bytes() const { return bytes_sent + bytes_received; }
 };
@@ -67,6 +68,9 @@ struct RunStats {
   std::uint64_t committed = 0, not_admitted = 0;
   /// Over member slots (not a dedicated seed): messages and bytes sent + received.
   MeanMax messages_per_node, bytes_per_node;
+  /// The same without Join / JoinReply: with one seed every joiner's first exchange is
+  /// with it, so its total grows with N whatever the protocol does after.
+  MeanMax messages_per_node_after_join;
   /// The seed slot's JoinReply bytes per JoinReply, and all its bytes sent per member.
   double seed_bytes_per_join = 0;
   double seed_bytes_per_member = 0;

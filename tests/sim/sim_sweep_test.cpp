@@ -32,8 +32,9 @@ void sweep_range(std::uint64_t& first, std::uint64_t& last) {
 // without restarting, and a node outside the view that nobody was left to tell. Their counts
 // are deterministic for the 1000 seeds, so they are held to the figures measured when this
 // bound was set: a change that strands more runs fails here.
-constexpr std::size_t kMaxBlockedRuns = 28;   // measured 2 Dec: 28 (27 before Unreachable)
-constexpr std::size_t kMaxOutsiderRuns = 38;  // measured 2 Dec: 38
+// Lowered from 27 / 38 by the scaling work (faster membership, claims by reference).
+constexpr std::size_t kMaxBlockedRuns = 25;   // measured 2 Dec (scale branch): 25
+constexpr std::size_t kMaxOutsiderRuns = 35;  // measured 2 Dec (scale branch): 35
 
 TEST(SimSweep, MixedScenarios) {
   std::uint64_t first = 0, last = 0;

@@ -526,6 +526,20 @@ TEST(Codec, BitsetsMustMatchTheMembers) {
   ASSERT_TRUE(decode(encode(envelope(Ping{1, {}, {v}}))).ok());
 }
 
+// A claim by reference (docs/wire-format.md): no members, four sets of one length.
+TEST(Codec, ClaimByReferenceRoundTripsAndItsSetsMustAgree) {
+  ViewClaim v = view(1);
+  v.members.clear();
+  const DecodeResult result = decode(encode(envelope(Gossip{false, {}, {v}})));
+  ASSERT_TRUE(result.ok()) << result.error().detail;
+  EXPECT_EQ(std::get<Gossip>(result.envelope().body).views[0], v);
+
+  v.fenced = {0x00};  // one byte where the others have two
+  const DecodeError error = expect_error(encode(envelope(Ack{1, {}, {v}})), Kind::malformed);
+  EXPECT_NE(error.detail.find("Ack.views[0]"), std::string::npos) << error.detail;
+  EXPECT_NE(error.detail.find("by reference"), std::string::npos) << error.detail;
+}
+
 TEST(Codec, ViewMembersMustBeSortedAndUnique) {
   ViewClaim v = view(1);
   std::swap(v.members[3], v.members[4]);

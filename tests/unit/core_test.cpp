@@ -6,6 +6,7 @@
 #include <set>
 
 #include "mini_net.hpp"
+#include "protocol/agreement.hpp"
 
 namespace gossip_rdzv::protocol {
 namespace {
@@ -505,6 +506,61 @@ TEST(Core, NoticeFromAPeerIsOnlyAnEvent) {
   EXPECT_EQ(reports.front().unanswered, 3u);
   EXPECT_EQ(reports.front().failing_for, std::chrono::milliseconds(1500));
   EXPECT_TRUE(net.committed(2));
+}
+
+// A node whose table lacks members that a peer's view names pulls that peer's table at once
+// (rate-limited) instead of waiting for the periodic push-pull.
+TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
+  auto announcement = [](int i) {
+    Announcement a;
+    a.endpoint = MiniNet::endpoint(i);
+    a.node_id = 1000 + static_cast<std::uint64_t>(i);
+    a.generation = 1;
+    a.host = "10.0.0." + std::to_string(i);
+    a.hostname = "node" + std::to_string(i);
+    a.min_nodes = a.max_nodes = 3;
+    return a;
+  };
+  CoreConfig config;
+  config.self = announcement(1);
+  config.run_id = "run";
+  config.seeds = {MiniNet::endpoint(2)};
+  config.min_nodes = config.max_nodes = 3;
+  Core core(config);
+  core.start(Time{0});
+  auto envelope = [](Body body) {
+    Envelope env;
+    env.run_id = "run";
+    env.sender = MiniNet::endpoint(2);
+    env.sender_generation = 1;
+    env.body = std::move(body);
+    return env;
+  };
+  core.on_message(Time{100}, envelope(JoinReply{{MemberRecord{announcement(2), 0, {}}}, true}));
+  while (core.poll_send()) {
+  }
+  auto pulls_after = [&](Time now, std::vector<MemberKey> members) {
+    ViewClaim claim;
+    claim.attempt = 1;
+    claim.members = std::move(members);
+    claim.digest = view_digest(0, claim.members);
+    claim.proposed = claim.ready = claim.committed = claim.fenced = {0};
+    core.on_message(now, envelope(Gossip{false, {}, {claim}}));
+    int pulls = 0;
+    while (auto out = core.poll_send()) {
+      const auto* gossip = std::get_if<Gossip>(&out->msg.body);
+      if (gossip != nullptr && gossip->want_reply && out->to == MiniNet::endpoint(2)) ++pulls;
+    }
+    return pulls;
+  };
+  const MemberKey a{MiniNet::endpoint(1), 1}, b{MiniNet::endpoint(2), 1},
+      c{MiniNet::endpoint(3), 1}, d{MiniNet::endpoint(4), 1};
+  EXPECT_EQ(pulls_after(Time{200}, {a, b}), 0);     // nothing we lack
+  EXPECT_EQ(pulls_after(Time{300}, {a, b, c}), 1);  // 10.0.0.3 is unknown here
+  EXPECT_EQ(pulls_after(Time{400}, {a, b, c}), 0);  // at most once per gossip interval
+  EXPECT_EQ(pulls_after(Time{300} + std::chrono::milliseconds(200), {a, b, c}), 1);
+  EXPECT_EQ(pulls_after(Time{300} + std::chrono::milliseconds(400), {b, c, d}),
+            0);  // without us: not our concern
 }
 
 TEST(Core, IsDeterministicForAGivenSeed) {

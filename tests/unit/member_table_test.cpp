@@ -1,0 +1,181 @@
+// MemberTable: SWIM precedence, the incremental indexes (live peers, suspects by deadline,
+// generation log, retired announcements) and the piggyback queue's order.
+#include "protocol/member_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+using namespace std::chrono_literals;
+
+MemberRecord rumour(const std::string& endpoint, std::uint64_t generation = 1,
+                    std::uint64_t incarnation = 0, MemberStatus status = MemberStatus::alive) {
+  MemberRecord r;
+  r.ann.endpoint = endpoint;
+  r.ann.host = endpoint.substr(0, endpoint.find(':'));
+  r.ann.hostname = "h-" + endpoint;
+  r.ann.generation = generation;
+  r.ann.node_id = generation * 1000 + endpoint.size();
+  r.incarnation = incarnation;
+  r.status = status;
+  return r;
+}
+
+const std::string kSelf = "10.0.0.1:1";
+
+MemberTable table_with(int peers) {
+  MemberTable table(kSelf);
+  table.set_self(rumour(kSelf));
+  for (int i = 2; i < 2 + peers; ++i)
+    table.merge(rumour("10.0.0." + std::to_string(i) + ":1"), Time{0}, Time{0}, "seed");
+  return table;
+}
+
+TEST(MemberTable, PrecedenceFollowsSwim) {
+  MemberTable table = table_with(1);
+  const std::string peer = "10.0.0.2:1";
+  // Same incarnation: suspect overrides alive, dead overrides suspect, alive does not return.
+  EXPECT_EQ(table.merge(rumour(peer, 1, 0, MemberStatus::suspect), Time{1}, Time{100}, "x"),
+            MemberChange::suspected);
+  EXPECT_EQ(table.merge(rumour(peer, 1, 0, MemberStatus::alive), Time{2}, Time{100}, "x"),
+            MemberChange::none);
+  EXPECT_EQ(table.merge(rumour(peer, 1, 0, MemberStatus::dead), Time{3}, Time{100}, "x"),
+            MemberChange::died);
+  EXPECT_EQ(table.live_peer_count(), 0u);
+  // A higher incarnation refutes; a newer generation is a restart whatever its incarnation.
+  EXPECT_EQ(table.merge(rumour(peer, 1, 1, MemberStatus::alive), Time{4}, Time{100}, "x"),
+            MemberChange::recovered);
+  EXPECT_EQ(table.live_peer_count(), 1u);
+  EXPECT_EQ(table.merge(rumour(peer, 2, 0, MemberStatus::alive), Time{5}, Time{100}, "x"),
+            MemberChange::restarted);
+  EXPECT_EQ(table.merge(rumour(peer, 1, 9, MemberStatus::dead), Time{6}, Time{100}, "x"),
+            MemberChange::none);
+  EXPECT_EQ(table.find(peer)->ann.generation, 2u);
+}
+
+TEST(MemberTable, SuspectsExpireInDeadlineOrderAndLeaveWhenTheyChange) {
+  MemberTable table = table_with(4);
+  EXPECT_FALSE(table.earliest_suspect_deadline());
+  EXPECT_TRUE(table.suspect("10.0.0.3:1", Time{300}));
+  EXPECT_TRUE(table.suspect("10.0.0.2:1", Time{200}));
+  EXPECT_TRUE(table.suspect("10.0.0.4:1", Time{400}));
+  EXPECT_FALSE(table.suspect("10.0.0.4:1", Time{50}));  // already suspect: deadline kept
+  EXPECT_EQ(table.earliest_suspect_deadline(), Time{200});
+  EXPECT_EQ(table.expired_suspects(Time{300}),
+            (std::vector<std::string>{"10.0.0.2:1", "10.0.0.3:1"}));
+  // Refuted by a higher incarnation, declared dead, restarted: each leaves the suspects.
+  table.merge(rumour("10.0.0.2:1", 1, 1), Time{10}, Time{999}, "x");
+  EXPECT_TRUE(table.declare_dead("10.0.0.3:1", Time{10}));
+  EXPECT_EQ(table.earliest_suspect_deadline(), Time{400});
+  table.merge(rumour("10.0.0.4:1", 2), Time{10}, Time{999}, "x");
+  EXPECT_FALSE(table.earliest_suspect_deadline());
+  EXPECT_TRUE(table.expired_suspects(Time{10000}).empty());
+}
+
+TEST(MemberTable, RestartOfASuspectReplacesItsDeadline) {
+  // A suspect that restarts with a suspect rumour of its new process: one deadline, the new
+  // one. (A stale entry kept the earliest deadline in the past: a busy loop of the core.)
+  MemberTable table = table_with(1);
+  table.suspect("10.0.0.2:1", Time{100});
+  table.merge(rumour("10.0.0.2:1", 2, 0, MemberStatus::suspect), Time{10}, Time{500}, "x");
+  EXPECT_EQ(table.earliest_suspect_deadline(), Time{500});
+  table.merge(rumour("10.0.0.2:1", 2, 1, MemberStatus::alive), Time{20}, Time{0}, "x");
+  EXPECT_FALSE(table.earliest_suspect_deadline());
+}
+
+TEST(MemberTable, LiveKeysAreSortedAndIncludeSelfButNotTheDead) {
+  MemberTable table = table_with(3);
+  table.declare_dead("10.0.0.3:1", Time{1});
+  const auto keys = table.live_keys();
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(table.live_count(), 3u);
+  EXPECT_EQ(keys[0].endpoint, kSelf);
+  EXPECT_EQ(keys[2].endpoint, "10.0.0.4:1");
+}
+
+TEST(MemberTable, RetiredAnnouncementStaysReadableAfterARestart) {
+  MemberTable table = table_with(1);
+  const auto first = rumour("10.0.0.2:1", 1);
+  table.merge(rumour("10.0.0.2:1", 2), Time{1}, Time{0}, "x");
+  const Announcement* old_process = table.announcement(MemberKey{"10.0.0.2:1", 1});
+  ASSERT_NE(old_process, nullptr);
+  EXPECT_EQ(*old_process, first.ann);
+  EXPECT_EQ(table.announcement(MemberKey{"10.0.0.2:1", 2})->generation, 2u);
+  EXPECT_EQ(table.announcement(MemberKey{"10.0.0.2:1", 3}), nullptr);
+  EXPECT_EQ(table.announcement(MemberKey{"10.0.0.9:1", 1}), nullptr);
+}
+
+TEST(MemberTable, GenerationLogNamesNewRowsAndRestartsOnly) {
+  MemberTable table = table_with(2);  // self, .2, .3
+  EXPECT_EQ(table.generation_log().size(), 3u);
+  table.suspect("10.0.0.2:1", Time{5});
+  table.declare_dead("10.0.0.2:1", Time{5});
+  EXPECT_EQ(table.generation_log().size(), 3u);
+  table.merge(rumour("10.0.0.3:1", 4), Time{1}, Time{0}, "x");
+  ASSERT_EQ(table.generation_log().size(), 4u);
+  EXPECT_EQ(table.rows()[table.generation_log().back()].ann.endpoint, "10.0.0.3:1");
+}
+
+TEST(MemberTable, PiggybackSendsTheLeastTransmittedFirst) {
+  MemberTable table = table_with(3);  // .2 .3 .4, each queued below
+  table.enqueue("10.0.0.2:1", 3);
+  table.enqueue("10.0.0.3:1", 3);
+  auto first = table.take_piggyback(1);  // newest among the never-sent
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].ann.endpoint, "10.0.0.3:1");
+  table.enqueue("10.0.0.4:1", 3);
+  // .2 and .4 have not gone out yet; .4 is newer. .3 (sent once) comes after them.
+  auto next = table.take_piggyback(3);
+  ASSERT_EQ(next.size(), 3u);
+  EXPECT_EQ(next[0].ann.endpoint, "10.0.0.4:1");
+  EXPECT_EQ(next[1].ann.endpoint, "10.0.0.2:1");
+  EXPECT_EQ(next[2].ann.endpoint, "10.0.0.3:1");
+  // Each row goes out exactly as often as it was queued for, then the queue is empty.
+  std::size_t sent = first.size() + next.size();
+  while (table.piggyback_pending()) sent += table.take_piggyback(2).size();
+  EXPECT_EQ(sent, 9u);
+  // Queuing again starts afresh; an unknown endpoint is not queued.
+  table.enqueue("10.0.0.2:1", 1);
+  table.enqueue("10.0.0.2:1", 2);
+  table.enqueue("10.9.9.9:1", 5);
+  EXPECT_EQ(table.take_piggyback(5).size(), 1u);
+  EXPECT_EQ(table.take_piggyback(5).size(), 1u);
+  EXPECT_FALSE(table.piggyback_pending());
+}
+
+TEST(MemberTable, RemembersWhoToldUsLast) {
+  MemberTable table(kSelf);
+  table.merge(rumour("10.0.0.2:1"), Time{0}, Time{0}, "10.0.0.7:1");
+  table.merge(rumour("10.0.0.3:1"), Time{0}, Time{0}, "10.0.0.7:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.2:1")), "10.0.0.7:1");
+  // News changes the teller; a rumour that teaches nothing does not.
+  table.merge(rumour("10.0.0.2:1", 1, 1), Time{0}, Time{0}, "10.0.0.8:1");
+  table.merge(rumour("10.0.0.3:1"), Time{0}, Time{0}, "10.0.0.8:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.2:1")), "10.0.0.8:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.3:1")), "10.0.0.7:1");
+  EXPECT_EQ(table.teller(Member{}), "");
+}
+
+TEST(MemberTable, SamplePeersIsDistinctLiveAndHonoursExclude) {
+  MemberTable table = table_with(6);
+  table.declare_dead("10.0.0.5:1", Time{1});
+  Prng prng(7);
+  for (int round = 0; round < 50; ++round) {
+    const auto picked = table.sample_peers(prng, 10, "10.0.0.2:1");
+    EXPECT_EQ(picked.size(), 4u);  // 6 peers, one dead, one excluded
+    const std::set<std::string> distinct(picked.begin(), picked.end());
+    EXPECT_EQ(distinct.size(), picked.size());
+    EXPECT_FALSE(distinct.count("10.0.0.2:1"));
+    EXPECT_FALSE(distinct.count("10.0.0.5:1"));
+    EXPECT_FALSE(distinct.count(kSelf));
+  }
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::protocol
