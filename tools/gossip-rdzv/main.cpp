@@ -2,6 +2,7 @@
 // (docs/cli.md lists them). No exception leaves main().
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "gossip_rdzv/error.hpp"
+#include "terminal_line.hpp"
 
 namespace {
 
@@ -35,8 +37,13 @@ spdlog::level::level_enum log_level(const gossip_rdzv::cli::Verbosity& verbosity
 
 // The library logs through the logger named "gossip_rdzv" and uses ours when it is
 // registered first. It writes to stderr: stdout carries only the result (--format).
+// On a terminal, messages go above join's live progress line instead of into it.
 void configure_logging(const gossip_rdzv::cli::Verbosity& verbosity) {
   auto logger = spdlog::stderr_color_mt("gossip_rdzv");
+  if (isatty(STDERR_FILENO)) {
+    auto& sinks = logger->sinks();
+    for (auto& sink : sinks) sink = gossip_rdzv::cli::TerminalLine::sink(stderr, sink);
+  }
   logger->set_level(log_level(verbosity));
   spdlog::set_default_logger(logger);
 }

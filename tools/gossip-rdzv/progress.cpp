@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "members_format.hpp"
+#include "terminal_line.hpp"
 
 namespace gossip_rdzv::cli {
 
@@ -24,23 +25,14 @@ void ProgressDisplay::update(const Progress& progress, Clock::time_point now) {
     if (last_log_ && now - *last_log_ < log_interval_) return;
     last_log_ = now;
     std::fprintf(out_, "gossip-rdzv: %s\n", line.c_str());
+    std::fflush(out_);
   } else {
-    if (line == live_line_) return;
-    live_line_ = line;
-    // \r returns to the start of the line; spaces blank what a longer previous line left.
-    std::size_t pad = live_width_ > line.size() ? live_width_ - line.size() : 0;
-    std::fprintf(out_, "\r%s%*s", line.c_str(), static_cast<int>(pad), "");
-    live_width_ = line.size();
+    TerminalLine::of(out_).show(line);  // log messages go above it (terminal_line.hpp)
   }
-  std::fflush(out_);
 }
 
 void ProgressDisplay::finish() {
-  if (mode_ == Mode::live && live_width_ > 0) {
-    std::fputc('\n', out_);
-    std::fflush(out_);
-    live_width_ = 0;
-  }
+  if (mode_ == Mode::live) TerminalLine::of(out_).end();
 }
 
 namespace {

@@ -40,8 +40,6 @@ class ProgressDisplay {
   Mode mode_;
   std::chrono::milliseconds log_interval_;
   std::optional<Clock::time_point> last_log_;
-  std::size_t live_width_ = 0;  ///< length of the line on screen, to blank its tail
-  std::string live_line_;       ///< the line on screen, not redrawn while unchanged
 };
 
 }  // namespace gossip_rdzv::cli
