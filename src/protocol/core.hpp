@@ -124,7 +124,7 @@ struct UnreachablePeer {
   bool heard_meanwhile = false;
   bool told = false;  ///< a notice went back to it
   /// The count at which a peer that is heard meanwhile is told, and reported as unreachable.
-  static constexpr std::uint32_t kReportAfter = 2;
+  static constexpr std::uint32_t kReportAfter = 3;
 };
 struct Snapshot {
   bool joined = false;
