@@ -555,7 +555,8 @@ std::string describe_parse_error(const CLI::ParseError& error) {
     auto colon = text.find(':');
     const std::string name = colon == std::string::npos ? text : text.substr(0, colon);
     // "NAME: At Most 1 required but received 2": the option was repeated.
-    if (text.find("At Most") != std::string::npos) return name + " was given more than once";
+    if (text.find("At Most") != std::string::npos)
+      return name + " was given more than once; give it once";
     return name + " needs a value";
   }
   return text;
