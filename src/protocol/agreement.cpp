@@ -45,7 +45,15 @@ std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& mem
   return hash;
 }
 
-Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {}
+Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {
+  if (!config_.pool) config_.pool = std::make_shared<InternPool>();
+}
+
+ViewClaim Agreement::full_claim(const View& view) const {
+  ViewClaim claim = view.claim;
+  claim.members = *view.members;
+  return claim;
+}
 
 bool Agreement::merge(const ViewClaim& claim) {
   if (claim.round != config_.round) return false;
@@ -57,7 +65,8 @@ bool Agreement::merge(const ViewClaim& claim) {
     if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
     if (view_digest(claim.round, claim.members) != claim.digest) return false;
     const std::size_t size = claim.members.size();
-    ViewClaim incoming = claim;
+    ViewClaim incoming{claim.round,    claim.attempt, claim.digest,    {},
+                       claim.proposed, claim.ready,   claim.committed, claim.fenced};
     bits::trim(incoming.proposed, size);
     bits::trim(incoming.ready, size);
     bits::trim(incoming.committed, size);
@@ -67,6 +76,7 @@ bool Agreement::merge(const ViewClaim& claim) {
     max_attempt_ = std::max(max_attempt_, claim.attempt);
     View view;
     view.claim = std::move(incoming);
+    view.members = config_.pool->members(claim.digest, claim.members);
     views_.emplace(id, std::move(view));
     dirty_ = true;
     return true;
@@ -74,7 +84,7 @@ bool Agreement::merge(const ViewClaim& claim) {
   // A known view: its id names the members we checked when we stored it, so only the bits
   // count (a claim by reference carries nothing else). Bits past the view's size are ignored.
   ViewClaim& mine = it->second.claim;
-  const std::size_t size = mine.members.size();
+  const std::size_t size = it->second.members->size();
   bool grew = bits::merge_within(mine.proposed, claim.proposed, size);
   grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
   if (bits::full_within(claim.ready, size))
@@ -85,7 +95,7 @@ bool Agreement::merge(const ViewClaim& claim) {
 }
 
 std::optional<std::size_t> Agreement::my_index(const View& view) const {
-  const auto& members = view.claim.members;
+  const auto& members = *view.members;
   auto it = std::lower_bound(members.begin(), members.end(), config_.self);
   if (it == members.end() || !(*it == config_.self)) return std::nullopt;
   return static_cast<std::size_t>(it - members.begin());
@@ -95,13 +105,13 @@ bool Agreement::valid(const View& view, const MemberTable& table) const {
   if (view.valid_at_version == table.version()) return view.valid_cached;
   view.valid_at_version = table.version();
   view.valid_cached = false;
-  const std::size_t size = view.claim.members.size();
+  const std::size_t size = view.members->size();
   if (size < config_.min_nodes || size > config_.max_nodes) return false;
   if (size > table.live_count()) return false;  // cheap: a member is missing or dead
   if (!my_index(view)) return false;
-  for (const auto& key : view.claim.members) {
+  for (const auto& key : *view.members) {
     const Member* row = table.find(key.endpoint);
-    if (row == nullptr || row->ann.generation != key.generation) return false;
+    if (row == nullptr || row->ann->generation != key.generation) return false;
     if (row->status == MemberStatus::dead) return false;
   }
   view.valid_cached = true;
@@ -112,13 +122,13 @@ void Agreement::update_superseded(View& view, const MemberTable& table) const {
   // Only rows whose generation appeared or changed since the last look can name a newer
   // process of one of our members: O(new entries * log N), not O(N) per step.
   const auto& log = table.generation_log();
-  const auto& members = view.claim.members;
+  const auto& members = *view.members;
   for (; view.generation_log_seen < log.size(); ++view.generation_log_seen) {
     const Member& row = table.rows()[log[view.generation_log_seen]];
-    auto it = std::lower_bound(members.begin(), members.end(), MemberKey{row.ann.endpoint, 0});
-    for (; it != members.end() && it->endpoint == row.ann.endpoint; ++it) {
+    auto it = std::lower_bound(members.begin(), members.end(), MemberKey{row.ann->endpoint, 0});
+    for (; it != members.end() && it->endpoint == row.ann->endpoint; ++it) {
       const auto index = static_cast<std::uint32_t>(it - members.begin());
-      if (it->generation < row.ann.generation &&
+      if (it->generation < row.ann->generation &&
           std::find(view.superseded.begin(), view.superseded.end(), index) ==
               view.superseded.end()) {
         view.superseded.push_back(index);
@@ -127,7 +137,7 @@ void Agreement::update_superseded(View& view, const MemberTable& table) const {
   }
 }
 
-const std::vector<MemberKey>* Agreement::candidate(Time now, const MemberTable& table) {
+const MemberList* Agreement::candidate(Time now, const MemberTable& table) {
   const std::size_t live = table.live_count();
   if (live < config_.min_nodes) {
     min_reached_at_.reset();
@@ -144,10 +154,12 @@ const std::vector<MemberKey>* Agreement::candidate(Time now, const MemberTable& 
   if (seen_table_version_ != table.version()) {
     // Sorted live members, built only when a view can be formed and the table changed.
     seen_table_version_ = table.version();
-    live_ = table.live_keys();
-    if (live_.size() > config_.max_nodes) live_.resize(config_.max_nodes);
+    auto live = table.live_keys();
+    if (live.size() > config_.max_nodes) live.resize(config_.max_nodes);
+    const std::uint64_t digest = view_digest(config_.round, live);
+    live_ = config_.pool->members(digest, std::move(live));
   }
-  return &live_;
+  return live_.get();
 }
 
 const Agreement::View* Agreement::highest() const {
@@ -156,14 +168,14 @@ const Agreement::View* Agreement::highest() const {
 
 bool Agreement::superseded(const MemberKey& key, const MemberTable& table) const {
   const Member* row = table.find(key.endpoint);
-  return row != nullptr && row->ann.generation > key.generation;
+  return row != nullptr && row->ann->generation > key.generation;
 }
 
 bool Agreement::fence_restarted_members(const MemberTable& table) {
   bool changed = false;
   for (auto& [id, view] : views_) {
     ViewClaim& claim = view.claim;
-    const std::size_t size = claim.members.size();
+    const std::size_t size = view.members->size();
     auto index = my_index(view);
     if (!index || bits::get(claim.fenced, *index) || bits::full(claim.ready, size)) continue;
     update_superseded(view, table);
@@ -186,8 +198,9 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   if (!ready_ || !held_) return false;
   const View& held = views_.at(*held_);
   bool all_gave_up = true;
-  for (std::size_t i = 0; i < held.claim.members.size() && all_gave_up; ++i) {
-    all_gave_up = bits::get(held.claim.fenced, i) || superseded(held.claim.members[i], table);
+  const auto& members = *held.members;
+  for (std::size_t i = 0; i < members.size() && all_gave_up; ++i) {
+    all_gave_up = bits::get(held.claim.fenced, i) || superseded(members[i], table);
   }
   if (all_gave_up) {
     ready_ = false;
@@ -195,10 +208,10 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   }
   for (auto it = views_.upper_bound(*held_); it != views_.end(); ++it) {
     const ViewClaim& higher = it->second.claim;
-    for (std::size_t i = 0; i < higher.members.size(); ++i) {
+    const auto& higher_members = *it->second.members;
+    for (std::size_t i = 0; i < higher_members.size(); ++i) {
       if (!bits::get(higher.proposed, i)) continue;
-      const auto& members = held.claim.members;
-      if (std::binary_search(members.begin(), members.end(), higher.members[i])) {
+      if (std::binary_search(members.begin(), members.end(), higher_members[i])) {
         // That member holds a higher view and, holding views in increasing order, will never
         // be ready on ours: our view can never commit, so our lock on it protects nothing.
         ready_ = false;
@@ -209,29 +222,29 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   return false;
 }
 
-ViewId Agreement::ensure_view(const std::vector<MemberKey>& members) {
+ViewId Agreement::ensure_view(const std::shared_ptr<const MemberList>& members) {
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     if (held_ && !(*held_ < it->first)) break;
-    if (it->second.claim.members == members) return it->first;
+    if (it->second.members == members || *it->second.members == *members) return it->first;
   }
-  ViewId id{max_attempt_ + 1, view_digest(config_.round, members)};
+  ViewId id{max_attempt_ + 1, view_digest(config_.round, *members)};
   max_attempt_ = id.attempt;
   View view;
   view.claim.round = config_.round;
   view.claim.attempt = id.attempt;
   view.claim.digest = id.digest;
-  view.claim.members = members;
-  view.claim.proposed = bits::empty(members.size());
-  view.claim.ready = bits::empty(members.size());
-  view.claim.committed = bits::empty(members.size());
-  view.claim.fenced = bits::empty(members.size());
+  view.members = members;
+  view.claim.proposed = bits::empty(members->size());
+  view.claim.ready = bits::empty(members->size());
+  view.claim.committed = bits::empty(members->size());
+  view.claim.fenced = bits::empty(members->size());
   views_.emplace(id, std::move(view));
   return id;
 }
 
 bool Agreement::choose_held(Time now, const MemberTable& table) {
   if (ready_) return false;
-  const std::vector<MemberKey>* wanted = candidate(now, table);
+  const MemberList* wanted = candidate(now, table);
   const View* best = nullptr;
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     if (valid(it->second, table)) {
@@ -247,12 +260,12 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
         best == nullptr ? ViewId{} : ViewId{best->claim.attempt, best->claim.digest};
     if (best != nullptr &&
         (includes_cache_.view != best_id || includes_cache_.table_version != seen_table_version_)) {
-      includes_cache_ = {best_id, seen_table_version_, includes(best->claim.members, *wanted)};
+      includes_cache_ = {best_id, seen_table_version_, includes(*best->members, *wanted)};
     }
     if (best != nullptr && includes_cache_.result) {
       target = best_id;
     } else {
-      target = ensure_view(*wanted);
+      target = ensure_view(live_);
     }
   } else if (best != nullptr) {
     target = ViewId{best->claim.attempt, best->claim.digest};
@@ -260,7 +273,7 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   if (!target || (held_ && *target == *held_)) return false;
   if (held_ && *target < *held_) {
     // Held views only go up: offer the same members again under a fresh, higher id.
-    auto members = views_.at(*target).claim.members;
+    auto members = views_.at(*target).members;
     target = ensure_view(members);
     if (!(*held_ < *target)) return false;
   }
@@ -280,7 +293,7 @@ bool Agreement::hold(const ViewId& id) {
 bool Agreement::advance(const MemberTable& table) {
   if (!held_) return false;
   View& view = views_.at(*held_);
-  const std::size_t size = view.claim.members.size();
+  const std::size_t size = view.members->size();
   const std::size_t index = *my_index(view);
   bool changed = false;
   if (!ready_ && bits::full(view.claim.proposed, size) && valid(view, table)) {
@@ -304,7 +317,7 @@ bool Agreement::adopt_commit(const MemberTable& table) {
     if (!index) {
       if (not_admitted_) return false;
       not_admitted_ = true;
-      foreign_commit_ = view.claim;
+      foreign_commit_ = full_claim(view);
       return true;
     }
     // Every member was ready on this view, us included: we are locked on it already, or
@@ -323,9 +336,9 @@ bool Agreement::committed_by_live_member(const View& view, const MemberTable& ta
   // A commit bit from a member that has not restarted: that member never fenced, so the
   // fence cannot be complete and nobody moved on; adopting is safe. A commit bit only from a
   // restarted member's old process is ignored by a fenced node (that process is gone).
-  for (std::size_t i = 0; i < view.claim.members.size(); ++i) {
-    if (bits::get(view.claim.committed, i) && !superseded(view.claim.members[i], table))
-      return true;
+  const auto& members = *view.members;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (bits::get(view.claim.committed, i) && !superseded(members[i], table)) return true;
   }
   return false;
 }
@@ -364,11 +377,13 @@ void Agreement::prune() {
 }
 
 std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) const {
-  auto claim_for = [&](const ViewClaim& claim) {
+  auto claim_for = [&](const View& view) {
+    const ViewClaim& claim = view.claim;
+    const auto& members = *view.members;
     if (receiver != nullptr) {
-      auto it = std::lower_bound(claim.members.begin(), claim.members.end(), *receiver);
-      if (it != claim.members.end() && *it == *receiver) {
-        const auto i = static_cast<std::size_t>(it - claim.members.begin());
+      auto it = std::lower_bound(members.begin(), members.end(), *receiver);
+      if (it != members.end() && *it == *receiver) {
+        const auto i = static_cast<std::size_t>(it - members.begin());
         // The receiver held this view (its bits are set only by itself), so it knows the
         // members: send the id and the bits only. A view it moved above may be pruned there,
         // which is harmless: nothing below its held view decides anything.
@@ -379,17 +394,17 @@ std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) cons
         }
       }
     }
-    return claim;
+    return full_claim(view);
   };
   std::vector<ViewClaim> claims;
   if (committed_) {
-    claims.push_back(claim_for(views_.at(*committed_).claim));
+    claims.push_back(claim_for(views_.at(*committed_)));
     return claims;
   }
-  if (held_) claims.push_back(claim_for(views_.at(*held_).claim));
+  if (held_) claims.push_back(claim_for(views_.at(*held_)));
   const View* top = highest();
   if (top != nullptr && (!held_ || !(ViewId{top->claim.attempt, top->claim.digest} == *held_))) {
-    claims.push_back(claim_for(top->claim));
+    claims.push_back(claim_for(*top));
   }
   return claims;
 }
@@ -397,7 +412,7 @@ std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) cons
 std::vector<Announcement> Agreement::committed_members(const MemberTable& table) const {
   std::vector<Announcement> members;
   if (!committed_) return members;
-  for (const auto& key : views_.at(*committed_).claim.members) {
+  for (const auto& key : *views_.at(*committed_).members) {
     if (const Announcement* ann = table.announcement(key)) members.push_back(*ann);
   }
   return members;
@@ -405,28 +420,53 @@ std::vector<Announcement> Agreement::committed_members(const MemberTable& table)
 
 std::optional<ViewClaim> Agreement::committed_view() const {
   if (!committed_) return std::nullopt;
-  return views_.at(*committed_).claim;
+  return full_claim(views_.at(*committed_));
+}
+
+const MemberList* Agreement::committed_member_list() const {
+  return committed_ ? views_.at(*committed_).members.get() : nullptr;
 }
 
 std::optional<ViewClaim> Agreement::held_view() const {
   if (!held_) return std::nullopt;
-  return views_.at(*held_).claim;
+  return full_claim(views_.at(*held_));
 }
 
 bool Agreement::everyone_committed() const {
   if (!committed_) return false;
-  const ViewClaim& claim = views_.at(*committed_).claim;
-  return bits::full(claim.committed, claim.members.size());
+  const View& view = views_.at(*committed_);
+  return bits::full(view.claim.committed, view.members->size());
 }
 
-std::vector<std::string> Agreement::members_missing_commit() const {
-  std::vector<std::string> missing;
-  if (!committed_) return missing;
-  const ViewClaim& claim = views_.at(*committed_).claim;
-  for (std::size_t i = 0; i < claim.members.size(); ++i) {
-    if (!bits::get(claim.committed, i)) missing.push_back(claim.members[i].endpoint);
+std::vector<std::string> Agreement::sample_missing_commit(Prng& prng, std::size_t count) const {
+  std::vector<std::string> picked;
+  if (!committed_) return picked;
+  const View& view = views_.at(*committed_);
+  const MemberList& members = *view.members;
+  const auto& committed = view.claim.committed;  // our own bit is set: we committed
+  const std::size_t missing = members.size() - bits::count(committed);
+  if (missing == 0) return picked;
+  if (missing > 4 * count) {
+    // Most are missing: random draws find them quickly.
+    for (std::size_t attempts = 0; picked.size() < count && attempts < count * 16; ++attempts) {
+      const std::size_t i = prng.below(members.size());
+      if (bits::get(committed, i)) continue;
+      if (std::find(picked.begin(), picked.end(), members[i].endpoint) == picked.end())
+        picked.push_back(members[i].endpoint);
+    }
+    return picked;
   }
-  return missing;
+  std::vector<std::size_t> left;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!bits::get(committed, i)) left.push_back(i);
+  }
+  while (!left.empty() && picked.size() < count) {
+    const std::size_t j = prng.below(left.size());
+    picked.push_back(members[left[j]].endpoint);
+    left[j] = left.back();
+    left.pop_back();
+  }
+  return picked;
 }
 
 std::optional<Time> Agreement::next_deadline() const {
@@ -441,7 +481,8 @@ void Agreement::check_invariants() const {
     std::abort();
   };
   for (const auto& [id, view] : views_) {
-    const std::size_t size = view.claim.members.size();
+    if (!view.members || !view.claim.members.empty()) fail("view member list not interned");
+    const std::size_t size = view.members->size();
     if (view.claim.proposed.size() != bits::bytes_for(size) ||
         view.claim.ready.size() != bits::bytes_for(size) ||
         view.claim.committed.size() != bits::bytes_for(size) ||

@@ -25,8 +25,10 @@
 #include <vector>
 
 #include "core.hpp"
+#include "intern_pool.hpp"
 #include "member_table.hpp"
 #include "messages.hpp"
+#include "prng.hpp"
 
 namespace gossip_rdzv::protocol {
 
@@ -45,6 +47,8 @@ struct AgreementConfig {
   std::uint32_t min_nodes = 1;
   std::uint32_t max_nodes = 1;
   Time last_call{0};
+  /// Where member lists are interned (shared with the member table); null: its own.
+  std::shared_ptr<InternPool> pool;
 };
 
 class Agreement {
@@ -72,13 +76,17 @@ class Agreement {
   /// table has heard of every member; a restarted member's old process included).
   std::vector<Announcement> committed_members(const MemberTable& table) const;
   std::optional<ViewClaim> committed_view() const;
+  /// The committed view's members (sorted), without copying them; null before a commit.
+  const MemberList* committed_member_list() const;
   std::optional<ViewClaim> held_view() const;
   /// The committed view that does not include us (when not_admitted()).
   std::optional<ViewClaim> foreign_commit() const { return foreign_commit_; }
   /// Every member of the committed view is known to have committed.
   bool everyone_committed() const;
-  /// Members of the committed view not yet known to have committed.
-  std::vector<std::string> members_missing_commit() const;
+  /// Up to `count` members of the committed view other than us not yet known to have
+  /// committed, at random, with no per-member work while many are missing (this runs every
+  /// gossip period after a commit).
+  std::vector<std::string> sample_missing_commit(Prng& prng, std::size_t count) const;
   /// When a view can next be formed (the end of the last call), if waiting for it.
   std::optional<Time> next_deadline() const;
 
@@ -86,7 +94,8 @@ class Agreement {
 
  private:
   struct View {
-    ViewClaim claim;
+    ViewClaim claim;  ///< id and seen-by sets; `claim.members` stays empty, see `members`
+    std::shared_ptr<const MemberList> members;            ///< interned: one copy for every holder
     mutable std::uint64_t valid_at_version = UINT64_MAX;  ///< cache of valid() per table version
     mutable bool valid_cached = false;
     std::size_t generation_log_seen = 0;    ///< entries of table.generation_log() looked at
@@ -94,7 +103,8 @@ class Agreement {
   };
 
   bool valid(const View& view, const MemberTable& table) const;
-  const std::vector<MemberKey>* candidate(Time now, const MemberTable& table);
+  const MemberList* candidate(Time now, const MemberTable& table);
+  ViewClaim full_claim(const View& view) const;
   void update_superseded(View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
   bool fence_restarted_members(const MemberTable& table);
@@ -102,7 +112,7 @@ class Agreement {
   bool committed_by_live_member(const View& view, const MemberTable& table) const;
   bool choose_held(Time now, const MemberTable& table);
   bool hold(const ViewId& id);
-  ViewId ensure_view(const std::vector<MemberKey>& members);
+  ViewId ensure_view(const std::shared_ptr<const MemberList>& members);
   bool advance(const MemberTable& table);
   bool adopt_commit(const MemberTable& table);
   std::optional<std::size_t> my_index(const View& view) const;
@@ -125,7 +135,9 @@ class Agreement {
   bool dirty_ = true;
   std::uint64_t seen_table_version_ = UINT64_MAX;
   std::uint64_t stepped_version_ = UINT64_MAX;
-  std::vector<MemberKey> live_;  ///< non-dead members, sorted, at most MAX, for seen_table_version_
+  /// Non-dead members, sorted, at most MAX, for seen_table_version_ (interned: when it
+  /// becomes a view, the view shares it).
+  std::shared_ptr<const MemberList> live_;
   /// includes(view, live_) of the last view compared, per table version.
   struct IncludesCache {
     ViewId view;

@@ -35,10 +35,10 @@ struct Core::Impl {
   explicit Impl(CoreConfig cfg)
       : config(std::move(cfg)),
         prng(config.rng_seed),
-        table(config.self.endpoint),
+        table(config.self.endpoint, config.pool),
         agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
                                   config.round, config.min_nodes, config.max_nodes,
-                                  as_time(config.last_call)}) {
+                                  as_time(config.last_call), table.pool_handle()}) {
     std::erase(config.seeds, config.self.endpoint);
   }
 
@@ -78,7 +78,7 @@ struct Core::Impl {
     if (config.seed_only) return {};
     const Member* row = table.find(peer);
     if (row == nullptr) return agreement.claims_to_send();
-    const MemberKey key{peer, row->ann.generation};
+    const MemberKey key{peer, row->ann->generation};
     return agreement.claims_to_send(&key);
   }
 
@@ -86,26 +86,24 @@ struct Core::Impl {
     if (agreement.committed()) {
       // After committing, talk to the view's members: first those not yet known to know
       // the outcome, then random others so that they learn who else knows and can stop.
-      auto missing = agreement.members_missing_commit();
-      auto others = agreement.committed_view()->members;
-      std::vector<std::string> picked;
-      pick_from(missing, count, picked);
-      std::vector<std::string> rest;
-      for (const auto& key : others) rest.push_back(key.endpoint);
-      pick_from(rest, count, picked);
+      std::vector<std::string> picked = agreement.sample_missing_commit(prng, count);
+      pick_members(*agreement.committed_member_list(), count, picked);
       return picked;
     }
     return table.sample_peers(prng, count);
   }
 
-  void pick_from(std::vector<std::string> pool, std::size_t count,
-                 std::vector<std::string>& picked) {
-    std::erase(pool, config.self.endpoint);
-    while (!pool.empty() && picked.size() < count) {
-      const std::size_t i = prng.below(pool.size());
-      if (std::find(picked.begin(), picked.end(), pool[i]) == picked.end())
-        picked.push_back(pool[i]);
-      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+  /// Up to `count` picks in all, at random from `members` (no copy of the list: after a
+  /// commit this runs every gossip period, and the view has every member).
+  void pick_members(const MemberList& members, std::size_t count,
+                    std::vector<std::string>& picked) {
+    const std::size_t wanted = std::min(count, members.size());
+    for (std::size_t attempts = 0; picked.size() < wanted && attempts < wanted * 8 + 16;
+         ++attempts) {
+      const std::string& endpoint = members[prng.below(members.size())].endpoint;
+      if (endpoint == config.self.endpoint) continue;
+      if (std::find(picked.begin(), picked.end(), endpoint) == picked.end())
+        picked.push_back(endpoint);
     }
   }
 
@@ -370,7 +368,7 @@ struct Core::Impl {
   void note_unanswered_probe(const std::string& endpoint, Time now) {
     const Member* row = table.find(endpoint);
     if (row == nullptr) return;
-    ++unanswered_entry(endpoint, row->ann.generation, now).count;
+    ++unanswered_entry(endpoint, row->ann->generation, now).count;
   }
 
   // A joiner that keeps sending Join after we answered it twice, well after the answers had
@@ -446,7 +444,7 @@ struct Core::Impl {
       const Member* row = table.find(endpoint);
       table.enqueue(endpoint, retransmits());
       dirty = true;
-      events.push_back(MemberDead{row->ann.endpoint});
+      events.push_back(MemberDead{row->ann->endpoint});
     }
   }
 
@@ -590,7 +588,7 @@ struct Core::Impl {
   // its own join timeout once the members leave. Tell each one once, now.
   void tell_outsiders(const ViewClaim& view) {
     for (std::uint32_t index : table.live_peers()) {
-      const std::string& peer = table.rows()[index].ann.endpoint;
+      const std::string& peer = table.rows()[index].ann->endpoint;
       // members are sorted by (endpoint, generation): find the endpoint by binary search.
       auto it = std::lower_bound(view.members.begin(), view.members.end(), MemberKey{peer, 0});
       if (it != view.members.end() && it->endpoint == peer) continue;
@@ -798,7 +796,7 @@ Snapshot Core::snapshot() const {
   snap.done = s.done;
   for (const auto& row : s.table.rows()) {
     snap.members.push_back(
-        MemberView{row.ann, row.status, row.incarnation, row.last_heard, s.table.teller(row)});
+        MemberView{*row.ann, row.status, row.incarnation, row.last_heard, s.table.teller(row)});
   }
   std::sort(snap.members.begin(), snap.members.end(),
             [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });

@@ -25,6 +25,8 @@
 
 namespace gossip_rdzv::protocol {
 
+class InternPool;
+
 /// Time since an arbitrary origin chosen by the caller (the simulator starts at zero).
 using Time = std::chrono::microseconds;
 
@@ -39,6 +41,9 @@ struct CoreConfig {
   std::uint64_t rng_seed = 1;  ///< the only source of randomness
   bool seed_only = false;      ///< a dedicated seed: introduces joiners, never a member
   std::uint32_t round = 0;
+  /// Announcements and view member lists, interned; several cores of one process may share
+  /// it (the simulator does). Null: the core makes its own.
+  std::shared_ptr<InternPool> pool;
 };
 
 struct Outgoing {

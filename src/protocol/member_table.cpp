@@ -4,20 +4,43 @@
 
 namespace gossip_rdzv::protocol {
 
-MemberTable::MemberTable(std::string self_endpoint) : self_(std::move(self_endpoint)) {}
+MemberTable::MemberTable(std::string self_endpoint, std::shared_ptr<InternPool> pool)
+    : self_(std::move(self_endpoint)),
+      pool_(pool ? std::move(pool) : std::make_shared<InternPool>()),
+      buckets_(16) {}
 
 std::uint32_t MemberTable::insert(const MemberRecord& record) {
   const auto index = static_cast<std::uint32_t>(rows_.size());
   Member row;
-  row.ann = record.ann;
+  row.ann = &pool_->announcement(record.ann);
   row.incarnation = record.incarnation;
   row.status = MemberStatus::alive;
-  rows_.push_back(std::move(row));
+  rows_.push_back(row);
   slots_.emplace_back();
-  index_.emplace(record.ann.endpoint, index);
+  if (rows_.size() * 2 > buckets_.size()) {
+    // Keep the index at most half full: rebuild it twice as large.
+    std::vector<Bucket> old(buckets_.size() * 2);
+    old.swap(buckets_);
+    for (const Bucket& bucket : old) {
+      if (bucket.row_plus_one == 0) continue;
+      const std::uint32_t row_index = bucket.row_plus_one - 1;
+      index_row(row_index, endpoint_hash(rows_[row_index].ann->endpoint));
+    }
+  }
+  index_row(index, endpoint_hash(record.ann.endpoint));
   generation_log_.push_back(index);
   ++version_;
   return index;
+}
+
+void MemberTable::index_row(std::uint32_t row, std::uint64_t hash) {
+  const std::size_t mask = buckets_.size() - 1;
+  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+    if (buckets_[i].row_plus_one == 0) {
+      buckets_[i] = Bucket{row + 1, static_cast<std::uint32_t>(hash >> 32)};
+      return;
+    }
+  }
 }
 
 void MemberTable::set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline) {
@@ -34,8 +57,8 @@ void MemberTable::set_self(const MemberRecord& self) {
   auto found = index_of(self.ann.endpoint);
   const std::uint32_t index = found ? *found : insert(self);
   Member& row = rows_[index];
-  if (found && (row.ann != self.ann || row.status != self.status)) ++version_;
-  row.ann = self.ann;
+  if (found && (*row.ann != self.ann || row.status != self.status)) ++version_;
+  row.ann = &pool_->announcement(self.ann);
   row.incarnation = self.incarnation;
   set_status(index, self.status, row.suspect_deadline);
 }
@@ -45,13 +68,13 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
   auto found = index_of(rumour.ann.endpoint);
   if (!found) {
     const std::uint32_t index = insert(rumour);
-    rows_[index].via = intern_teller(via);
+    rows_[index].via = teller_id(via);
     set_status(index, rumour.status, suspicion_deadline);
     track_liveness(index);
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
   MemberChange change = apply(*found, rumour, suspicion_deadline);
-  if (change != MemberChange::none) rows_[*found].via = intern_teller(via);
+  if (change != MemberChange::none) rows_[*found].via = teller_id(via);
   if (change == MemberChange::died) recent_deaths_.push_back(Death{*found, now});
   return change;
 }
@@ -59,12 +82,12 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
 MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
                                 Time suspicion_deadline) {
   Member& row = rows_[index];
-  if (rumour.ann.generation < row.ann.generation) return MemberChange::none;
-  if (rumour.ann.generation > row.ann.generation) {
+  if (rumour.ann.generation < row.ann->generation) return MemberChange::none;
+  if (rumour.ann.generation > row.ann->generation) {
     // The process behind this endpoint restarted: its old generation is gone for good. Keep
     // its announcement: a view of this round may still name it.
-    retired_.insert_or_assign(MemberKey{row.ann.endpoint, row.ann.generation}, row.ann);
-    row.ann = rumour.ann;
+    retired_.insert_or_assign(MemberKey{row.ann->endpoint, row.ann->generation}, row.ann);
+    row.ann = &pool_->announcement(rumour.ann);
     row.incarnation = rumour.incarnation;
     row.last_heard = Time{0};
     set_status(index, rumour.status, suspicion_deadline);
@@ -108,7 +131,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
 
 void MemberTable::heard_from(const std::string& endpoint, std::uint64_t generation, Time now) {
   auto index = index_of(endpoint);
-  if (index && rows_[*index].ann.generation == generation) rows_[*index].last_heard = now;
+  if (index && rows_[*index].ann->generation == generation) rows_[*index].last_heard = now;
 }
 
 bool MemberTable::suspect(const std::string& endpoint, Time deadline) {
@@ -133,14 +156,14 @@ std::optional<std::string> MemberTable::sample_recently_dead(Prng& prng, Time si
     return death.at < since || rows_[death.row].status != MemberStatus::dead;
   });
   if (recent_deaths_.empty()) return std::nullopt;
-  return rows_[recent_deaths_[prng.below(recent_deaths_.size())].row].ann.endpoint;
+  return rows_[recent_deaths_[prng.below(recent_deaths_.size())].row].ann->endpoint;
 }
 
 std::vector<std::string> MemberTable::expired_suspects(Time now) const {
   std::vector<std::string> expired;
   for (const auto& [deadline, index] : suspects_) {
     if (deadline > now) break;
-    expired.push_back(rows_[index].ann.endpoint);
+    expired.push_back(rows_[index].ann->endpoint);
   }
   return expired;
 }
@@ -151,9 +174,15 @@ std::optional<Time> MemberTable::earliest_suspect_deadline() const {
 }
 
 std::optional<std::uint32_t> MemberTable::index_of(const std::string& endpoint) const {
-  auto it = index_.find(endpoint);
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  const std::uint64_t hash = endpoint_hash(endpoint);
+  const auto high = static_cast<std::uint32_t>(hash >> 32);
+  const std::size_t mask = buckets_.size() - 1;
+  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+    const Bucket& bucket = buckets_[i];
+    if (bucket.row_plus_one == 0) return std::nullopt;
+    if (bucket.hash_high == high && rows_[bucket.row_plus_one - 1].ann->endpoint == endpoint)
+      return bucket.row_plus_one - 1;
+  }
 }
 
 const Member* MemberTable::find(const std::string& endpoint) const {
@@ -161,38 +190,42 @@ const Member* MemberTable::find(const std::string& endpoint) const {
   return index ? &rows_[*index] : nullptr;
 }
 
-std::uint32_t MemberTable::intern_teller(const std::string& endpoint) {
-  const auto next = static_cast<std::uint32_t>(tellers_.size());
-  auto [it, inserted] = teller_index_.try_emplace(endpoint, next);
-  if (inserted) tellers_.push_back(endpoint);
-  return it->second;
+std::uint32_t MemberTable::teller_id(const std::string& endpoint) {
+  if (endpoint.empty()) return kNone;
+  if (auto row = index_of(endpoint)) return *row;
+  // Not a member: a seed_only seed, a client. There are few of them; look them up by name.
+  auto it = std::find(tellers_.begin(), tellers_.end(), endpoint);
+  if (it == tellers_.end()) it = tellers_.insert(tellers_.end(), endpoint);
+  return kForeignTeller + static_cast<std::uint32_t>(it - tellers_.begin());
 }
 
 const std::string& MemberTable::teller(const Member& member) const {
   static const std::string none;
-  return member.via < tellers_.size() ? tellers_[member.via] : none;
+  if (member.via == kNone) return none;
+  if (member.via >= kForeignTeller) return tellers_.at(member.via - kForeignTeller);
+  return rows_[member.via].ann->endpoint;
 }
 
 MemberRecord MemberTable::record(const Member& member) const {
-  return MemberRecord{member.ann, member.incarnation, member.status};
+  return MemberRecord{*member.ann, member.incarnation, member.status};
 }
 
 const Announcement* MemberTable::announcement(const MemberKey& key) const {
   const Member* row = find(key.endpoint);
-  if (row != nullptr && row->ann.generation == key.generation) return &row->ann;
+  if (row != nullptr && row->ann->generation == key.generation) return row->ann;
   auto it = retired_.find(key);
-  return it == retired_.end() ? nullptr : &it->second;
+  return it == retired_.end() ? nullptr : it->second;
 }
 
 std::vector<MemberKey> MemberTable::live_keys() const {
   std::vector<MemberKey> keys;
   keys.reserve(live_peers_.size() + 1);
   for (std::uint32_t index : live_peers_) {
-    keys.push_back(MemberKey{rows_[index].ann.endpoint, rows_[index].ann.generation});
+    keys.push_back(MemberKey{rows_[index].ann->endpoint, rows_[index].ann->generation});
   }
   const Member* self = find(self_);
   if (self != nullptr && self->status != MemberStatus::dead)
-    keys.push_back(MemberKey{self->ann.endpoint, self->ann.generation});
+    keys.push_back(MemberKey{self->ann->endpoint, self->ann->generation});
   std::sort(keys.begin(), keys.end());
   return keys;
 }
@@ -203,7 +236,7 @@ std::size_t MemberTable::live_count() const {
 }
 
 void MemberTable::track_liveness(std::uint32_t index) {
-  if (rows_[index].ann.endpoint == self_) return;
+  if (rows_[index].ann->endpoint == self_) return;
   const bool live = rows_[index].status != MemberStatus::dead;
   std::uint32_t& position = slots_[index].live_position;
   if (live && position == kNone) {
@@ -236,37 +269,66 @@ std::vector<std::string> MemberTable::sample_peers(Prng& prng, std::size_t count
     if (std::find(taken.begin(), taken.end(), candidate) != taken.end()) continue;
     taken.push_back(candidate);
   }
-  for (std::uint32_t index : taken) picked.push_back(rows_[index].ann.endpoint);
+  for (std::uint32_t index : taken) picked.push_back(rows_[index].ann->endpoint);
   return picked;
+}
+
+void MemberTable::link(std::uint32_t row) {
+  Slot& slot = slots_[row];
+  if (queue_heads_.size() <= slot.sent) queue_heads_.resize(slot.sent + 1u, kNone);
+  std::uint32_t& head = queue_heads_[slot.sent];
+  slot.prev = kNone;
+  slot.next = head;
+  if (head != kNone) slots_[head].prev = row;
+  head = row;
+}
+
+void MemberTable::unlink(std::uint32_t row) {
+  Slot& slot = slots_[row];
+  if (slot.prev != kNone) {
+    slots_[slot.prev].next = slot.next;
+  } else {
+    queue_heads_[slot.sent] = slot.next;
+  }
+  if (slot.next != kNone) slots_[slot.next].prev = slot.prev;
+  slot.prev = slot.next = kNone;
 }
 
 void MemberTable::enqueue(const std::string& endpoint, std::uint32_t transmits) {
   auto index = index_of(endpoint);
   if (!index) return;
   Slot& slot = slots_[*index];
-  if (slot.queue_stamp != 0) queue_.erase(queue_key(*index, slot));
-  slot.queue_stamp = 0;
-  if (transmits == 0) return;
-  slot.queue_stamp = next_stamp_++;
+  if (slot.limit != 0) {
+    unlink(*index);
+    --queued_;
+  }
   slot.sent = 0;
-  slot.limit = transmits;
-  queue_.insert(queue_key(*index, slot));
+  slot.limit = static_cast<std::uint16_t>(std::min<std::uint32_t>(transmits, UINT16_MAX));
+  if (slot.limit == 0) return;
+  ++queued_;
+  link(*index);
 }
 
 std::vector<MemberRecord> MemberTable::take_piggyback(std::size_t max) {
-  std::vector<MemberRecord> taken;
   std::vector<std::uint32_t> picked;
-  for (auto it = queue_.begin(); it != queue_.end() && picked.size() < max;) {
-    picked.push_back(std::get<2>(*it));
-    it = queue_.erase(it);
+  for (std::size_t sent = 0; sent < queue_heads_.size() && picked.size() < max; ++sent) {
+    while (queue_heads_[sent] != kNone && picked.size() < max) {
+      const std::uint32_t row = queue_heads_[sent];
+      unlink(row);
+      picked.push_back(row);
+    }
   }
-  for (std::uint32_t index : picked) {
-    taken.push_back(record(rows_[index]));
-    Slot& slot = slots_[index];
+  std::vector<MemberRecord> taken;
+  taken.reserve(picked.size());
+  for (std::uint32_t index : picked) taken.push_back(record(rows_[index]));
+  // Back in the queue one count up; the first picked (the most urgent) goes on top.
+  for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
+    Slot& slot = slots_[*it];
     if (++slot.sent < slot.limit) {
-      queue_.insert(queue_key(index, slot));
+      link(*it);
     } else {
-      slot.queue_stamp = 0;
+      slot.limit = 0;
+      --queued_;
     }
   }
   return taken;

@@ -2,36 +2,38 @@
 // rumours, the piggyback queue, and O(1) random sampling of peers (so a seed's work per join
 // does not grow with the cluster).
 //
-// Nothing here scans the table per message: rows live in a vector with a hash index, the
+// Nothing here scans the table per message: rows live in a deque with a flat hash index, the
 // live peers, the suspects (by deadline) and the piggyback queue are kept up to date as rows
 // change, so one step costs O(log N) at most whatever the cluster size. A simulated cluster
-// of N nodes holds N tables of N rows; per-step scans would make a run cubic.
+// of N nodes holds N tables of N rows; per-step scans would make a run cubic, and every byte
+// of a row counts N^2 times: a row is 40 bytes plus its index and queue entries, and points
+// at its announcement in an InternPool (shared by all cores of a simulation).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core.hpp"
+#include "intern_pool.hpp"
 #include "messages.hpp"
 #include "prng.hpp"
 
 namespace gossip_rdzv::protocol {
 
 struct Member {
-  Announcement ann;
+  const Announcement* ann = nullptr;  ///< the process's announcement, in the table's pool
   std::uint64_t incarnation = 0;
-  MemberStatus status = MemberStatus::alive;
   Time suspect_deadline{0};        ///< when a suspect is declared dead
   Time last_heard{0};              ///< last message from the member itself; 0: never
   std::uint32_t via = UINT32_MAX;  ///< who last told us about it: MemberTable::teller()
+  MemberStatus status = MemberStatus::alive;
 };
 
 /// What a merge did, so the core can raise the matching event.
@@ -39,7 +41,8 @@ enum class MemberChange { none, joined, suspected, died, recovered, restarted };
 
 class MemberTable {
  public:
-  explicit MemberTable(std::string self_endpoint);
+  /// `pool` holds the announcements; null: the table makes its own.
+  explicit MemberTable(std::string self_endpoint, std::shared_ptr<InternPool> pool = nullptr);
 
   /// Applies a rumour about another member using SWIM's precedence (newer generation wins;
   /// then higher incarnation; at equal incarnation dead > suspect > alive). Rumours about
@@ -65,8 +68,8 @@ class MemberTable {
   /// Every row ever inserted, in insertion order; a row's index never changes. A deque: no
   /// spare capacity (a simulated cluster holds N tables of N rows).
   const std::deque<Member>& rows() const { return rows_; }
-  /// The endpoint that last told us about a member ("" if none). Interned: a node hears
-  /// from far fewer peers than it has rows times rumours.
+  /// The endpoint that last told us about a member ("" if none). Stored as the teller's row
+  /// (4 bytes), not its name.
   const std::string& teller(const Member& member) const;
   /// Row index of `endpoint`, if known.
   std::optional<std::uint32_t> index_of(const std::string& endpoint) const;
@@ -94,52 +97,66 @@ class MemberTable {
   /// Queues a row to be piggybacked `transmits` times (memberlist's TransmitLimitedQueue);
   /// queuing it again starts its count afresh.
   void enqueue(const std::string& endpoint, std::uint32_t transmits);
-  /// Takes up to `max` queued rows, the least transmitted first (newest first among equals),
-  /// counting one transmission each. Like memberlist: during a join storm every new row gets
-  /// its first transmissions before any row gets its tenth, so none is buried under newer ones.
+  /// Takes up to `max` queued rows, the least transmitted first, counting one transmission
+  /// each; among rows sent equally often, the one that reached that count last goes first
+  /// (so the newest of the never-sent). Like memberlist: during a join storm every new row
+  /// gets its first transmissions before any row gets its tenth, so none is buried under
+  /// newer ones.
   std::vector<MemberRecord> take_piggyback(std::size_t max);
-  bool piggyback_pending() const { return !queue_.empty(); }
+  bool piggyback_pending() const { return queued_ != 0; }
+
+  InternPool& pool() const { return *pool_; }
+  const std::shared_ptr<InternPool>& pool_handle() const { return pool_; }
 
  private:
   static constexpr std::uint32_t kNone = UINT32_MAX;
+  /// `Member::via` values at or above this name a teller that has no row (a seed that is not
+  /// a member, a `members` client): tellers_[via - kForeignTeller].
+  static constexpr std::uint32_t kForeignTeller = 0x80000000u;
   /// Per-row bookkeeping next to `rows_` (same index).
   struct Slot {
     std::uint32_t live_position = kNone;  ///< index in live_peers_, kNone when not live
-    std::uint64_t queue_stamp = 0;        ///< when the row was queued; 0: not queued
-    std::uint32_t sent = 0;               ///< transmissions since it was queued
-    std::uint32_t limit = 0;              ///< transmissions it is queued for
+    std::uint32_t prev = kNone;           ///< neighbours in the queue list of its `sent` count
+    std::uint32_t next = kNone;
+    std::uint16_t sent = 0;   ///< transmissions since it was queued
+    std::uint16_t limit = 0;  ///< transmissions it is queued for; 0: not queued
+  };
+  /// One open-addressing bucket of the endpoint index: row + 1 (0: empty) and the high half
+  /// of the endpoint's hash, so most probes compare no strings.
+  struct Bucket {
+    std::uint32_t row_plus_one = 0;
+    std::uint32_t hash_high = 0;
   };
 
   std::uint32_t insert(const MemberRecord& record);
+  void index_row(std::uint32_t row, std::uint64_t hash);
   void set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline);
   void track_liveness(std::uint32_t index);
   MemberChange apply(std::uint32_t index, const MemberRecord& rumour, Time suspicion_deadline);
+  std::uint32_t teller_id(const std::string& endpoint);
+  void link(std::uint32_t row);
+  void unlink(std::uint32_t row);
 
   std::string self_;
+  std::shared_ptr<InternPool> pool_;
   std::deque<Member> rows_;
-  std::vector<Slot> slots_;
-  std::unordered_map<std::string, std::uint32_t> index_;
+  std::deque<Slot> slots_;
+  std::vector<Bucket> buckets_;  ///< size a power of two, at most half full
   std::uint64_t version_ = 0;
   std::vector<std::uint32_t> generation_log_;
-  std::map<MemberKey, Announcement> retired_;  ///< processes replaced by a restart
+  std::map<MemberKey, const Announcement*> retired_;  ///< processes replaced by a restart
   std::vector<std::uint32_t> live_peers_;
   std::set<std::pair<Time, std::uint32_t>> suspects_;  ///< (deadline, row) of every suspect
-  /// (transmissions so far, newest first, row): the front is what goes out next.
-  using QueueKey = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>;
-  static QueueKey queue_key(std::uint32_t row, const Slot& slot) {
-    return {slot.sent, UINT64_MAX - slot.queue_stamp, row};
-  }
-  std::set<QueueKey> queue_;
-  std::uint64_t next_stamp_ = 1;
+  /// The piggyback queue: queue_heads_[k] starts the list of rows sent k times, linked
+  /// through their slots (no memory beyond the slot); the head goes out first.
+  std::vector<std::uint32_t> queue_heads_;
+  std::size_t queued_ = 0;
   struct Death {
     std::uint32_t row;
     Time at;
   };
   std::vector<Death> recent_deaths_;
-  std::uint32_t intern_teller(const std::string& endpoint);
-  std::vector<std::string> tellers_;
-  std::unordered_map<std::string, std::uint32_t>
-      teller_index_;  ///< appended in time order, pruned by sample_recently_dead
+  std::vector<std::string> tellers_;  ///< tellers without a row, in first-seen order
 };
 
 }  // namespace gossip_rdzv::protocol

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "protocol/codec.hpp"
+#include "protocol/intern_pool.hpp"
 
 namespace gossip_rdzv::sim {
 
@@ -118,6 +119,8 @@ struct Simulator::Impl {
   SimOptions options;
   Network network;
   Checker checker;
+  /// One pool for every core: N cores that know N members share N announcements.
+  std::shared_ptr<protocol::InternPool> pool = std::make_shared<protocol::InternPool>();
   Prng ids;
   std::vector<SlotState> slots;
   std::unordered_map<std::string, std::uint32_t> slot_of;
@@ -235,6 +238,7 @@ struct Simulator::Impl {
         nonzero(mix64(scenario.seed ^ mix64(index * 0x100000001b3ULL + slot.generation)));
     config.seed_only = slot.spec.seed_only;
     config.round = 0;
+    config.pool = pool;
     checker.on_start(ann, index, slot.spec.seed_only, now);
     slot.core = std::make_unique<Core>(std::move(config));
     slot.has_outcome = false;

@@ -55,7 +55,7 @@ TEST(MemberTable, PrecedenceFollowsSwim) {
             MemberChange::restarted);
   EXPECT_EQ(table.merge(rumour(peer, 1, 9, MemberStatus::dead), Time{6}, Time{100}, "x"),
             MemberChange::none);
-  EXPECT_EQ(table.find(peer)->ann.generation, 2u);
+  EXPECT_EQ(table.find(peer)->ann->generation, 2u);
 }
 
 TEST(MemberTable, SuspectsExpireInDeadlineOrderAndLeaveWhenTheyChange) {
@@ -119,7 +119,7 @@ TEST(MemberTable, GenerationLogNamesNewRowsAndRestartsOnly) {
   EXPECT_EQ(table.generation_log().size(), 3u);
   table.merge(rumour("10.0.0.3:1", 4), Time{1}, Time{0}, "x");
   ASSERT_EQ(table.generation_log().size(), 4u);
-  EXPECT_EQ(table.rows()[table.generation_log().back()].ann.endpoint, "10.0.0.3:1");
+  EXPECT_EQ(table.rows()[table.generation_log().back()].ann->endpoint, "10.0.0.3:1");
 }
 
 TEST(MemberTable, PiggybackSendsTheLeastTransmittedFirst) {
@@ -175,6 +175,64 @@ TEST(MemberTable, SamplePeersIsDistinctLiveAndHonoursExclude) {
     EXPECT_FALSE(distinct.count("10.0.0.5:1"));
     EXPECT_FALSE(distinct.count(kSelf));
   }
+}
+
+TEST(MemberTable, ATellerThatIsAMemberIsNamedThroughItsRow) {
+  MemberTable table = table_with(2);  // .2 and .3, told by "seed" (not a member)
+  EXPECT_EQ(table.teller(*table.find("10.0.0.3:1")), "seed");
+  table.merge(rumour("10.0.0.4:1"), Time{0}, Time{0}, "10.0.0.2:1");
+  table.merge(rumour("10.0.0.3:1", 1, 1), Time{0}, Time{0}, "10.0.0.4:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.4:1")), "10.0.0.2:1");
+  EXPECT_EQ(table.teller(*table.find("10.0.0.3:1")), "10.0.0.4:1");
+}
+
+TEST(MemberTable, IndexFindsEveryRowAsItGrows) {
+  MemberTable table(kSelf);
+  table.set_self(rumour(kSelf));
+  for (int i = 0; i < 5000; ++i) {
+    table.merge(rumour("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":7"),
+                Time{0}, Time{0}, "seed");
+  }
+  ASSERT_EQ(table.rows().size(), 5001u);
+  for (std::uint32_t i = 0; i < table.rows().size(); ++i) {
+    const std::string& endpoint = table.rows()[i].ann->endpoint;
+    ASSERT_EQ(table.index_of(endpoint), i) << endpoint;
+  }
+  EXPECT_FALSE(table.index_of("10.1.0.0:8"));
+  EXPECT_FALSE(table.index_of(""));
+  EXPECT_EQ(table.live_peer_count(), 5000u);
+}
+
+TEST(MemberTable, RequeuingARowInTheMiddleOfTheQueueKeepsTheRestIntact) {
+  MemberTable table = table_with(4);  // .2 .3 .4 .5
+  for (int i = 2; i <= 5; ++i) table.enqueue("10.0.0." + std::to_string(i) + ":1", 2);
+  // Queue (never sent, newest first): .5 .4 .3 .2. Requeue .4 from the middle, drop .3.
+  table.enqueue("10.0.0.4:1", 2);
+  table.enqueue("10.0.0.3:1", 0);
+  auto taken = table.take_piggyback(10);
+  ASSERT_EQ(taken.size(), 3u);
+  EXPECT_EQ(taken[0].ann.endpoint, "10.0.0.4:1");
+  EXPECT_EQ(taken[1].ann.endpoint, "10.0.0.5:1");
+  EXPECT_EQ(taken[2].ann.endpoint, "10.0.0.2:1");
+  // Their second and last transmission, in the same order; then nothing is left.
+  taken = table.take_piggyback(10);
+  ASSERT_EQ(taken.size(), 3u);
+  EXPECT_EQ(taken[0].ann.endpoint, "10.0.0.4:1");
+  EXPECT_FALSE(table.piggyback_pending());
+  EXPECT_TRUE(table.take_piggyback(10).empty());
+}
+
+TEST(MemberTable, TablesSharingAPoolShareAnnouncements) {
+  auto pool = std::make_shared<InternPool>();
+  MemberTable a("10.0.0.1:1", pool), b("10.0.0.9:1", pool);
+  a.merge(rumour("10.0.0.2:1"), Time{0}, Time{0}, "seed");
+  b.merge(rumour("10.0.0.2:1"), Time{0}, Time{0}, "seed");
+  EXPECT_EQ(a.find("10.0.0.2:1")->ann, b.find("10.0.0.2:1")->ann);
+  // A restart seen by one table changes nothing in the other.
+  a.merge(rumour("10.0.0.2:1", 2), Time{0}, Time{0}, "seed");
+  EXPECT_EQ(a.find("10.0.0.2:1")->ann->generation, 2u);
+  EXPECT_EQ(b.find("10.0.0.2:1")->ann->generation, 1u);
+  EXPECT_EQ(pool->announcement_count(), 2u);
 }
 
 }  // namespace
