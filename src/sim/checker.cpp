@@ -246,8 +246,16 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
   // check_assignment() depends only on the assignment (my_node_rank aside, once the committer
   // is in it) and on what its nodes announced, which never changes: an assignment exactly
   // equal to one that passed it before passes again, so it is checked once, not N times.
-  std::optional<std::size_t> match = find_view(assignment);
-  const bool cached = names_itself && match && verified_before(views_[*match], assignment);
+  // Views of one round differ under assignment_difference(), so an assignment exactly equal
+  // to a verified one of a view matches that view and no other: one comparison, not two.
+  std::optional<std::size_t> match;
+  bool cached = false;
+  for (std::size_t i = 0; names_itself && i < views_.size() && !match; ++i)
+    if (views_[i].assignment.round == assignment.round && verified_before(views_[i], assignment)) {
+      match = i;
+      cached = true;
+    }
+  if (!match) match = find_view(assignment);
   bool clean = cached;
   if (!cached) {
     const std::size_t failures_before = failures_.size();
