@@ -33,19 +33,45 @@ std::string differ(const std::string& field, const T& a, const T& b) {
 }
 
 std::string entry_difference(std::size_t i, const NodeEntry& a, const NodeEntry& b) {
-  const std::string p = "nodes[" + std::to_string(i) + "].";
-  if (a.endpoint != b.endpoint) return differ(p + "endpoint", a.endpoint, b.endpoint);
+  // The field name is built only for a difference: this runs for every node of every commit.
+  auto p = [i](const char* field) { return "nodes[" + std::to_string(i) + "]." + field; };
+  if (a.endpoint != b.endpoint) return differ(p("endpoint"), a.endpoint, b.endpoint);
   // Generation and node id are not compared: they never reach a worker. A node that commits
   // and dies before any message leaves can hold its old generation where the survivors,
   // having fenced that view, hold its restarted one; every variable a worker reads is the
   // same (docs/protocol.md, "Restart after the others committed"; docs/simulation.md).
-  if (a.node_rank != b.node_rank) return differ(p + "node_rank", a.node_rank, b.node_rank);
-  if (a.rank_offset != b.rank_offset)
-    return differ(p + "rank_offset", a.rank_offset, b.rank_offset);
-  if (a.nproc != b.nproc) return differ(p + "nproc", a.nproc, b.nproc);
-  if (a.host != b.host) return differ(p + "host", a.host, b.host);
-  if (a.hostname != b.hostname) return differ(p + "hostname", a.hostname, b.hostname);
+  if (a.node_rank != b.node_rank) return differ(p("node_rank"), a.node_rank, b.node_rank);
+  if (a.rank_offset != b.rank_offset) return differ(p("rank_offset"), a.rank_offset, b.rank_offset);
+  if (a.nproc != b.nproc) return differ(p("nproc"), a.nproc, b.nproc);
+  if (a.host != b.host) return differ(p("host"), a.host, b.host);
+  if (a.hostname != b.hostname) return differ(p("hostname"), a.hostname, b.hostname);
   return {};
+}
+
+// same_assignment() must compare every field check_assignment() reads: a new field in
+// NodeEntry or Assignment changes these sizes and so stops the build until it is added.
+static_assert(sizeof(NodeEntry) == 3 * sizeof(std::uint32_t) + 4 + 3 * sizeof(std::string) +
+                                       2 * sizeof(std::uint64_t),
+              "NodeEntry changed: update same_assignment()");
+static_assert(sizeof(Assignment) ==
+                  2 * sizeof(std::string) + sizeof(std::vector<NodeEntry>) + 4 * 4 + 8,
+              "Assignment changed: update same_assignment()");
+
+/// Every field, generation and node id included; only my_node_rank is ignored.
+bool same_assignment(const Assignment& a, const Assignment& b) {
+  if (a.run_id != b.run_id || a.round != b.round || a.world_size != b.world_size ||
+      a.master_addr != b.master_addr || a.master_port != b.master_port ||
+      a.nodes.size() != b.nodes.size())
+    return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const NodeEntry& x = a.nodes[i];
+    const NodeEntry& y = b.nodes[i];
+    if (x.node_rank != y.node_rank || x.rank_offset != y.rank_offset || x.nproc != y.nproc ||
+        x.node_id != y.node_id || x.generation != y.generation || x.endpoint != y.endpoint ||
+        x.host != y.host || x.hostname != y.hostname)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -118,22 +144,27 @@ void Checker::on_start(const Announcement& ann, std::size_t slot, bool seed_only
   life.ann = ann;
   life.seed_only = seed_only;
   life.started = now;
+  if (!seed_only) ++running_not_joined_;
   lives_.emplace(key, std::move(life));
+}
+
+void Checker::stopped(LifeRecord& life, Time now) {
+  if (life.running && !life.joined && !life.seed_only) --running_not_joined_;
+  life.running = false;
+  life.stopped = now;
 }
 
 void Checker::on_crash(const MemberKey& key, Time now) {
   auto it = lives_.find(key);
   if (it == lives_.end()) return;
-  it->second.running = false;
-  it->second.stopped = now;
+  stopped(it->second, now);
   it->second.crashed = true;
 }
 
 void Checker::on_exit(const MemberKey& key, Time now) {
   auto it = lives_.find(key);
   if (it == lives_.end()) return;
-  it->second.running = false;
-  it->second.stopped = now;
+  stopped(it->second, now);
 }
 
 std::size_t Checker::running_members() const {
@@ -144,19 +175,23 @@ std::size_t Checker::running_members() const {
 }
 
 bool Checker::all_members_joined() const {
-  for (const auto& [key, life] : lives_)
-    if (!life.seed_only && life.running && !life.joined) return false;
-  return true;
+  return running_not_joined_ == 0;
 }
 
 void Checker::on_event(const MemberKey& key, const protocol::Event& event, Time now) {
-  auto it = lives_.find(key);
+  // A step drains all events of one core in a row (N^2 MemberUp in all): the life of the
+  // previous event is tried first. Map iterators stay valid as lives are added.
+  auto it = last_event_life_.valid && last_event_life_.it->first == key ? last_event_life_.it
+                                                                        : lives_.find(key);
   if (it == lives_.end()) {
     fail(FailureKind::harness, now, "event from unknown process " + key_text(key));
     return;
   }
+  last_event_life_.it = it;
+  last_event_life_.valid = true;
   LifeRecord& life = it->second;
   if (std::holds_alternative<protocol::JoinedCluster>(event)) {
+    if (life.running && !life.joined && !life.seed_only) --running_not_joined_;
     life.joined = true;
   } else if (const auto* committed = std::get_if<protocol::Committed>(&event)) {
     on_committed(life, committed->assignment, now);
@@ -174,10 +209,21 @@ void Checker::on_event(const MemberKey& key, const protocol::Event& event, Time 
   }
 }
 
-bool Checker::in_view(const CommittedView& view, const MemberKey& key) const {
-  for (const auto& n : view.assignment.nodes)
-    if (n.endpoint == key.endpoint && n.generation == key.generation) return true;
-  return false;
+bool Checker::in_view(const CommittedView& view, const MemberKey& key) {
+  return std::binary_search(view.members.begin(), view.members.end(), key);
+}
+
+std::optional<std::size_t> Checker::find_view(const Assignment& assignment) const {
+  for (std::size_t i = 0; i < views_.size(); ++i)
+    if (views_[i].assignment.round == assignment.round &&
+        assignment_difference(views_[i].assignment, assignment).empty())
+      return i;
+  return std::nullopt;
+}
+
+bool Checker::verified_before(const CommittedView& view, const Assignment& assignment) {
+  return std::any_of(view.verified.begin(), view.verified.end(),
+                     [&](const Assignment& v) { return same_assignment(v, assignment); });
 }
 
 void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time now) {
@@ -189,18 +235,36 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
     fail(FailureKind::safety, now, "dedicated seed " + who + " committed " + describe(assignment));
   if (life.outcome == LifeRecord::Outcome::not_admitted)
     fail(FailureKind::safety, now, who + " committed after it was told NotAdmitted");
-  if (assignment.my_node_rank >= assignment.nodes.size() ||
-      assignment.nodes[assignment.my_node_rank].endpoint != key.endpoint ||
-      assignment.nodes[assignment.my_node_rank].generation != key.generation)
+  const bool names_itself = assignment.my_node_rank < assignment.nodes.size() &&
+                            assignment.nodes[assignment.my_node_rank].endpoint == key.endpoint &&
+                            assignment.nodes[assignment.my_node_rank].generation == key.generation;
+  if (!names_itself)
     fail(FailureKind::safety, now,
          who + " committed with my_node_rank " + std::to_string(assignment.my_node_rank) +
              " not naming itself: " + describe(assignment));
-  check_assignment(life, assignment, now);
 
-  Assignment shared = assignment;
-  shared.my_node_rank = 0;
+  // check_assignment() depends only on the assignment (my_node_rank aside, once the committer
+  // is in it) and on what its nodes announced, which never changes: an assignment exactly
+  // equal to one that passed it before passes again, so it is checked once, not N times.
+  // Views of one round differ under assignment_difference(), so an assignment exactly equal
+  // to a verified one of a view matches that view and no other: one comparison, not two.
+  std::optional<std::size_t> match;
+  bool cached = false;
+  for (std::size_t i = 0; names_itself && i < views_.size() && !match; ++i)
+    if (views_[i].assignment.round == assignment.round && verified_before(views_[i], assignment)) {
+      match = i;
+      cached = true;
+    }
+  if (!match) match = find_view(assignment);
+  bool clean = cached;
+  if (!cached) {
+    const std::size_t failures_before = failures_.size();
+    check_assignment(life, assignment, now);
+    clean = names_itself && failures_.size() == failures_before;
+  }
+
   if (life.outcome == LifeRecord::Outcome::committed) {
-    const std::string d = assignment_difference(views_[*life.view_index].assignment, shared);
+    const std::string d = assignment_difference(views_[*life.view_index].assignment, assignment);
     if (!d.empty())
       fail(FailureKind::safety, now, who + " committed twice, differently (" + d + ")");
     else
@@ -208,25 +272,29 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
     return;
   }
 
-  std::optional<std::size_t> match;
-  for (std::size_t i = 0; i < views_.size() && !match; ++i)
-    if (views_[i].assignment.round == shared.round &&
-        assignment_difference(views_[i].assignment, shared).empty())
-      match = i;
   if (!match) {
+    Assignment shared = assignment;
+    shared.my_node_rank = 0;
     for (const auto& other : views_) {
       if (other.assignment.round != shared.round) continue;
       bool overlap = false;
-      for (const auto& n : shared.nodes)
-        for (const auto& m : other.assignment.nodes)
-          if (n.endpoint == m.endpoint) overlap = true;
+      for (const auto& n : shared.nodes) {
+        auto it =
+            std::lower_bound(other.members.begin(), other.members.end(), MemberKey{n.endpoint, 0});
+        if (it != other.members.end() && it->endpoint == n.endpoint) overlap = true;
+      }
       if (config_.split_allowed && !overlap) continue;
       fail(FailureKind::safety, now,
            "AGREEMENT: " + who + " committed " + describe(shared) + " but " +
                key_text(other.committers.front()) + " committed " + describe(other.assignment) +
                " (first difference: " + assignment_difference(other.assignment, shared) + ")");
     }
-    views_.push_back({shared, {}, now, now});
+    CommittedView view;
+    view.first_at = view.last_at = now;
+    for (const auto& n : shared.nodes) view.members.push_back(MemberKey{n.endpoint, n.generation});
+    std::sort(view.members.begin(), view.members.end());
+    view.assignment = std::move(shared);
+    views_.push_back(std::move(view));
     match = views_.size() - 1;
     for (const auto& [other_key, other] : lives_)
       if (other.outcome == LifeRecord::Outcome::not_admitted && in_view(views_[*match], other_key))
@@ -234,8 +302,13 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
             FailureKind::safety, now,
             key_text(other_key) + " was told NotAdmitted but is in the view " + who + " committed");
   }
-  views_[*match].committers.push_back(key);
-  views_[*match].last_at = now;
+  CommittedView& view = views_[*match];
+  if (clean && !cached) {
+    view.verified.push_back(assignment);
+    view.verified.back().my_node_rank = 0;
+  }
+  view.committers.push_back(key);
+  view.last_at = now;
   life.outcome = LifeRecord::Outcome::committed;
   life.outcome_at = now;
   life.view_index = match;

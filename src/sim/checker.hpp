@@ -74,6 +74,13 @@ struct CommittedView {
   std::vector<protocol::MemberKey> committers;
   Time first_at{0};
   Time last_at{0};
+  /// The nodes of `assignment` as keys, sorted: membership in O(log N).
+  std::vector<protocol::MemberKey> members;
+  /// Assignments of this view (my_node_rank ignored) that passed every structural check;
+  /// a later commit exactly equal to one of them needs no second assign_ranks(). Usually
+  /// one entry; more when members differ in a generation or node id that
+  /// assignment_difference() does not compare.
+  std::vector<Assignment> verified;
 };
 
 class Checker {
@@ -108,16 +115,37 @@ class Checker {
  private:
   void on_committed(LifeRecord& life, const Assignment& assignment, Time now);
   void on_not_admitted(LifeRecord& life, std::uint32_t round, Time now);
+  /// Marks a process crashed or exited.
+  void stopped(LifeRecord& life, Time now);
   /// Structure of one assignment: ranks, hints, validity, equality with assign_ranks().
   void check_assignment(const LifeRecord& life, const Assignment& assignment, Time now);
-  bool in_view(const CommittedView& view, const protocol::MemberKey& key) const;
+  static bool in_view(const CommittedView& view, const protocol::MemberKey& key);
+  /// Index into views_ of the view of `assignment`'s round equal to it under
+  /// assignment_difference(), if any.
+  std::optional<std::size_t> find_view(const Assignment& assignment) const;
+  /// Whether `assignment` (my_node_rank ignored) is exactly one `view` verified before.
+  static bool verified_before(const CommittedView& view, const Assignment& assignment);
 
   CheckerConfig config_;
   std::map<protocol::MemberKey, LifeRecord> lives_;
+  /// The life of the last on_event(). A copy of the Checker starts without it: the iterator
+  /// would point into the other map.
+  struct LastLife {
+    std::map<protocol::MemberKey, LifeRecord>::iterator it;
+    bool valid = false;
+    LastLife() = default;
+    LastLife(const LastLife&) {}
+    LastLife& operator=(const LastLife&) {
+      valid = false;
+      return *this;
+    }
+  } last_event_life_;
   std::vector<CommittedView> views_;
   std::vector<Failure> failures_;
   std::vector<std::string> notes_;
   std::uint64_t commit_events_ = 0;
+  /// Members (not dedicated seeds) running and not yet joined: all_members_joined() in O(1).
+  std::size_t running_not_joined_ = 0;
   std::optional<Time> first_commit_;
   std::optional<Time> last_outcome_;
 };

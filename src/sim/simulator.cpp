@@ -105,6 +105,7 @@ struct SlotState {
   NodeSpec spec;
   std::string endpoint;
   std::uint64_t generation = 0;
+  MemberKey key;           ///< {endpoint, generation} of the current process
   std::uint64_t life = 0;  ///< current process (0: none yet)
   std::unique_ptr<Core> core;
   bool has_outcome = false;
@@ -130,6 +131,7 @@ struct Simulator::Impl {
   std::vector<std::uint8_t> life_crashed;  ///< by life id: packets from it are lost
   Time now{0};
   Time settled{0};
+  Time bound{0};  ///< termination_bound(scenario), fixed for the run
   RunStats stats;
   std::size_t seed_slot = 0;
   std::uint64_t seed_join_reply_bytes = 0, seed_join_replies = 0;
@@ -150,8 +152,11 @@ struct Simulator::Impl {
                               scenario.split_allowed}),
         ids(scenario.seed, 3) {}
 
+  /// Whether `level` is traced: per-packet callers test it before building their text.
+  bool tracing(int level) const { return options.trace >= level; }
+
   void trace(int level, const std::string& text) {
-    if (options.trace >= level) {
+    if (tracing(level)) {
       std::fprintf(options.trace_out, "[%s] %s\n", seconds_text(now).c_str(), text.c_str());
       // Flushed line by line: a core assertion aborts the process right after.
       std::fflush(options.trace_out);
@@ -171,9 +176,7 @@ struct Simulator::Impl {
     return event;
   }
 
-  MemberKey key_of(const SlotState& slot) const {
-    return MemberKey{slot.endpoint, slot.generation};
-  }
+  const MemberKey& key_of(const SlotState& slot) const { return slot.key; }
 
   void setup() {
     slots.resize(scenario.nodes.size());
@@ -190,6 +193,7 @@ struct Simulator::Impl {
         scenario.nodes.empty() || scenario.nodes[0].seeds.empty() ? 0 : scenario.nodes[0].seeds[0];
     for (const auto& p : scenario.partitions) network.add_partition(p);
     settled = std::max(stats.last_start, network.healed_at());
+    bound = termination_bound(scenario);
     crash_fired.assign(scenario.crashes.size(), 0);
     for (std::size_t i = 0; i < scenario.crashes.size(); ++i) {
       const auto& c = scenario.crashes[i];
@@ -207,13 +211,14 @@ struct Simulator::Impl {
     push({at, 0, EventKind::crash, static_cast<std::uint32_t>(c.slot), index, nullptr});
   }
 
-  Time deadline() const { return settled + termination_bound(scenario); }
+  Time deadline() const { return settled + bound; }
 
   // ---- processes ---------------------------------------------------------------------------
 
   void start_process(std::uint32_t index) {
     SlotState& slot = slots[index];
     slot.generation += 1;
+    slot.key = MemberKey{slot.endpoint, slot.generation};
     slot.life = next_life++;
     life_crashed.push_back(0);
     CoreConfig config;
@@ -308,7 +313,7 @@ struct Simulator::Impl {
   void handle_event(std::uint32_t index, const protocol::Event& event) {
     SlotState& slot = slots[index];
     checker.on_event(key_of(slot), event, now);
-    if (options.trace >= 1) {
+    if (tracing(1)) {
       std::string text = "slot " + std::to_string(index) + " " + event_name(event);
       if (const auto* c = std::get_if<protocol::Committed>(&event))
         text += " " + describe(c->assignment) + " me=" + std::to_string(c->assignment.my_node_rank);
@@ -382,15 +387,17 @@ struct Simulator::Impl {
     auto it = slot_of.find(out.to);
     if (it == slot_of.end() || !slots[it->second].core) {
       ++stats.undeliverable;
-      trace(2, "slot " + std::to_string(from) + " -> " + out.to + " " +
-                   std::string(protocol::to_string(packet->type)) + " undeliverable");
+      if (tracing(2))
+        trace(2, "slot " + std::to_string(from) + " -> " + out.to + " " +
+                     std::string(protocol::to_string(packet->type)) + " undeliverable");
       return;
     }
     const std::uint32_t to = it->second;
     const auto deliveries = network.route(from, to, now);
-    trace(2, "slot " + std::to_string(from) + " -> " + std::to_string(to) + " " +
-                 std::string(protocol::to_string(packet->type)) + " " +
-                 std::to_string(packet->size) + " B" + (deliveries.empty() ? " dropped" : ""));
+    if (tracing(2))
+      trace(2, "slot " + std::to_string(from) + " -> " + std::to_string(to) + " " +
+                   std::string(protocol::to_string(packet->type)) + " " +
+                   std::to_string(packet->size) + " B" + (deliveries.empty() ? " dropped" : ""));
     std::shared_ptr<const Packet> shared = std::move(packet);
     for (Time at : deliveries) push({at, 0, EventKind::deliver, to, slots[to].life, shared});
   }
@@ -403,8 +410,9 @@ struct Simulator::Impl {
       ++stats.undeliverable;
       return;
     }
-    trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
-                 " " + std::string(protocol::to_string(packet.type)));
+    if (tracing(2))
+      trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
+                   " " + std::string(protocol::to_string(packet.type)));
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
     traffic.bytes_received += packet.size;
@@ -495,10 +503,9 @@ struct Simulator::Impl {
   RunResult run() {
     set_current_replay(scenario.replay_command());
     setup();
+    const auto grace = std::chrono::duration_cast<Time>(scenario.timing.commit_grace);
     while (!queue.empty() && !aborted) {
-      if (queue.front().at >
-          deadline() + std::chrono::duration_cast<Time>(scenario.timing.commit_grace))
-        break;
+      if (queue.front().at > deadline() + grace) break;
       QueuedEvent event = pop();
       now = event.at;
       handle(event);

@@ -55,6 +55,57 @@ TEST_F(CheckerTest, IdenticalCommitsPass) {
   EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
   ASSERT_EQ(checker.views().size(), 1u);
   EXPECT_EQ(checker.views()[0].committers.size(), 3u);
+  // The three commits are one assignment: verified once, compared twice.
+  EXPECT_EQ(checker.views()[0].verified.size(), 1u);
+}
+
+// A commit is matched to its view ignoring node ids and generations; one that differs from
+// the verified assignment there must still be checked in full, not waved through.
+TEST_F(CheckerTest, CommitDifferingFromAVerifiedViewOnlyInANodeIdIsStillChecked) {
+  const std::vector<Announcement> view = {nodes[0], nodes[1], nodes[2]};
+  commit(0, view);
+  ASSERT_TRUE(checker.passed());
+  Assignment a = assignment_for(view, nodes[1]);
+  a.nodes[2].node_id += 1;
+  checker.on_event(key(nodes[1]), protocol::Committed{a}, Time(10));
+  ASSERT_TRUE(checker.has_safety_failure());
+  EXPECT_NE(checker.failures()[0].what.find("does not match what"), std::string::npos)
+      << checker.failures()[0].what;
+  EXPECT_EQ(checker.views().size(), 1u);
+}
+
+TEST_F(CheckerTest, CommitOfAVerifiedViewMustStillNameItself) {
+  const std::vector<Announcement> view = {nodes[0], nodes[1], nodes[2]};
+  commit(0, view);
+  Assignment a = assignment_for(view, nodes[0]);  // nodes[1] commits node 0's my_node_rank
+  checker.on_event(key(nodes[1]), protocol::Committed{a}, Time(10));
+  ASSERT_TRUE(checker.has_safety_failure());
+  EXPECT_NE(checker.failures()[0].what.find("not naming itself"), std::string::npos);
+}
+
+TEST_F(CheckerTest, AllMembersJoinedCountsRunningMembersOnly) {
+  EXPECT_FALSE(checker.all_members_joined());
+  for (int i = 0; i < 3; ++i) checker.on_event(key(nodes[i]), protocol::JoinedCluster{}, Time(1));
+  EXPECT_FALSE(checker.all_members_joined());
+  checker.on_crash(key(nodes[3]), Time(2));
+  EXPECT_TRUE(checker.all_members_joined());
+  checker.on_start(ann(4), 4, true, Time(3));  // a dedicated seed does not join
+  EXPECT_TRUE(checker.all_members_joined());
+  const Announcement late = ann(5);
+  checker.on_start(late, 5, false, Time(3));
+  EXPECT_FALSE(checker.all_members_joined());
+  checker.on_exit(key(late), Time(4));
+  checker.on_exit(key(late), Time(5));  // twice: counted once
+  EXPECT_TRUE(checker.all_members_joined());
+}
+
+// The checker remembers the life of the previous event; a copy must not use the original's.
+TEST_F(CheckerTest, CopyRecordsEventsInItsOwnLives) {
+  checker.on_event(key(nodes[0]), protocol::JoinedCluster{}, Time(1));
+  Checker copy = checker;
+  copy.on_event(key(nodes[0]), protocol::NotAdmitted{0, 3}, Time(2));
+  EXPECT_EQ(copy.lives().at(key(nodes[0])).outcome, LifeRecord::Outcome::not_admitted);
+  EXPECT_EQ(checker.lives().at(key(nodes[0])).outcome, LifeRecord::Outcome::none);
 }
 
 TEST_F(CheckerTest, DivergentCommitsAreASafetyFailure) {
