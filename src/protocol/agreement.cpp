@@ -386,12 +386,21 @@ std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) cons
         const auto i = static_cast<std::size_t>(it - members.begin());
         // The receiver held this view (its bits are set only by itself), so it knows the
         // members: send the id and the bits only. A view it moved above may be pruned there,
-        // which is harmless: nothing below its held view decides anything.
-        if (bits::get(claim.proposed, i) || bits::get(claim.ready, i) ||
-            bits::get(claim.committed, i)) {
+        // which is harmless: nothing below its held view decides anything. Nor do we repeat
+        // the members to one that got them from us lately: until it holds the view, its
+        // other peers send them too.
+        if (view.members_sent.empty() || view.members_sent_quota == 0) {
+          view.members_sent = bits::empty(members.size());
+          view.members_sent_quota = std::max<std::size_t>(16, members.size());
+        }
+        --view.members_sent_quota;
+        const bool holds = bits::get(claim.proposed, i) || bits::get(claim.ready, i) ||
+                           bits::get(claim.committed, i);
+        if (holds || bits::get(view.members_sent, i)) {
           return ViewClaim{claim.round,    claim.attempt, claim.digest,    {},
                            claim.proposed, claim.ready,   claim.committed, claim.fenced};
         }
+        bits::set(view.members_sent, i);
       }
     }
     return full_claim(view);

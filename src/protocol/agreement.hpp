@@ -100,6 +100,11 @@ class Agreement {
     mutable bool valid_cached = false;
     std::size_t generation_log_seen = 0;    ///< entries of table.generation_log() looked at
     std::vector<std::uint32_t> superseded;  ///< indices of members whose endpoint restarted
+    /// Members we sent the member list to (bit i: members[i]): each gets it from us once, by
+    /// reference afterwards, until `members_sent_quota` claims later (a lost copy is sent
+    /// again; a large view has many other senders). A full claim costs ~20 bytes a member.
+    mutable std::vector<std::uint8_t> members_sent;
+    mutable std::size_t members_sent_quota = 0;
   };
 
   bool valid(const View& view, const MemberTable& table) const;

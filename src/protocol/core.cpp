@@ -39,6 +39,11 @@ struct Core::Impl {
         agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
                                   config.round, config.min_nodes, config.max_nodes,
                                   as_time(config.last_call), table.pool_handle()}) {
+    // A member listed among the seeds meets every other seed (see tick_join).
+    if (!config.seed_only && std::erase(config.seeds, config.self.endpoint) > 0 &&
+        config.seeds.size() > 0) {
+      unmet_seeds = config.seeds;
+    }
     std::erase(config.seeds, config.self.endpoint);
   }
 
@@ -256,11 +261,13 @@ struct Core::Impl {
     if (!config.seed_only) reply.sample.push_back(self_record());
     send(env.sender, std::move(reply));
     if (config.seed_only) {
-      // Introduce the joiner to a few members now; they spread it from there.
-      for (const auto& peer : table.sample_peers(prng, config.timing.gossip_fanout, env.sender)) {
+      introduce(join.self);
+      // Other dedicated seeds introduce it to the members they know: joiners spread over
+      // several seeds that never talk to each other would otherwise form separate groups.
+      for (const auto& other : config.seeds) {
         Gossip gossip;
         gossip.updates = {join.self};
-        send(peer, std::move(gossip));
+        send(other, std::move(gossip));
       }
     }
     if (agreement.committed()) {
@@ -309,8 +316,28 @@ struct Core::Impl {
     ping.seq = seq;
     send(request.target, std::move(ping));
   }
+  /// A dedicated seed introduces a joiner to a few members now; they spread it from there.
+  void introduce(const MemberRecord& joiner) {
+    for (const auto& peer :
+         table.sample_peers(prng, config.timing.gossip_fanout, joiner.ann.endpoint)) {
+      Gossip gossip;
+      gossip.updates = {joiner};
+      send(peer, std::move(gossip));
+    }
+  }
+
   void handle(Time now, const Envelope& env, const Gossip& gossip) {
     mark_joined(env.sender);
+    if (config.seed_only &&
+        std::find(config.seeds.begin(), config.seeds.end(), env.sender) != config.seeds.end()) {
+      // Joiners another dedicated seed took in: introduce the ones new to us.
+      for (const auto& record : gossip.updates) {
+        const bool known = table.find(record.ann.endpoint) != nullptr;
+        learn({record}, env.sender, now);
+        if (!known && table.find(record.ann.endpoint) != nullptr) introduce(record);
+      }
+      return;
+    }
     learn(gossip.updates, env.sender, now);
     learn_views(gossip.views, env.sender, now);
     if (gossip.want_reply) {
@@ -425,11 +452,28 @@ struct Core::Impl {
   }
 
   // ---- periodic work -------------------------------------------------------------------------
+  /// A member that is itself one of several seeds keeps joining the other seeds until each is
+  /// in its table. Seeds that start together may otherwise each find a different partner
+  /// first: joiners spread over the seeds would then form groups that never hear of each
+  /// other (the simulator found this with --seed-nodes 4). Until the round commits.
+  bool meeting_seeds() {
+    if (unmet_seeds.empty()) return false;
+    std::erase_if(unmet_seeds,
+                  [&](const std::string& seed) { return table.find(seed) != nullptr; });
+    if (agreement.committed() || agreement.not_admitted()) unmet_seeds.clear();
+    return !unmet_seeds.empty();
+  }
+
   void tick_join(Time now) {
-    if (joined || now < next_join_at || config.seeds.empty()) return;
+    if (now < next_join_at || config.seeds.empty()) return;
     Join join;
     join.self = self_record();
-    send(config.seeds[(first_seed + join_attempts) % config.seeds.size()], std::move(join));
+    if (joined) {
+      if (!meeting_seeds()) return;
+      for (const auto& seed : unmet_seeds) send(seed, join);
+    } else {
+      send(config.seeds[(first_seed + join_attempts) % config.seeds.size()], std::move(join));
+    }
     ++join_attempts;
     // Exponential backoff with +-20% jitter so a crowd of joiners does not retry in step.
     const double jitter = 0.8 + 0.4 * prng.unit();
@@ -629,7 +673,8 @@ struct Core::Impl {
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
-  std::size_t first_seed = 0;  ///< random: with several seeds, the joins spread over them
+  std::size_t first_seed = 0;            ///< random: with several seeds, the joins spread over them
+  std::vector<std::string> unmet_seeds;  ///< other seeds not yet in our table (we are a seed)
   Time join_backoff{0};
   Time next_join_at{0};
   Time next_probe_at{0};
@@ -682,7 +727,9 @@ void Core::start(Time now) {
     s.table.set_self(s.self_record());
     s.table.enqueue(s.config.self.endpoint, s.retransmits());
   }
-  if (s.config.seeds.empty()) s.mark_joined(s.config.self.endpoint);  // we are the seed
+  // The only seed, or a dedicated one: a dedicated seed never joins anyone (its Join would
+  // announce it as a member); other dedicated seeds hear of its joiners (handle(Join)).
+  if (s.config.seeds.empty() || s.config.seed_only) s.mark_joined(s.config.self.endpoint);
   s.tick_join(now);
   s.step_agreement(now);
 }
@@ -755,7 +802,7 @@ Time Core::next_wakeup() const {
   if (!s.started || s.config.seed_only) return kNever;
   Time next = kNever;
   auto consider = [&](Time t) { next = std::min(next, t); };
-  if (!s.joined && !s.config.seeds.empty()) consider(s.next_join_at);
+  if ((!s.joined && !s.config.seeds.empty()) || !s.unmet_seeds.empty()) consider(s.next_join_at);
   if (s.joined) {
     consider(s.next_probe_at);
     consider(s.next_gossip_at);

@@ -41,6 +41,7 @@ Scenario base(const std::string& kind, std::uint32_t nodes, std::uint64_t seed,
   s.nodes_arg = nodes;
   s.seed = seed;
   s.loss_arg = options.loss;
+  s.seed_nodes_arg = options.seed_nodes;
   s.profile = options.profile;
   s.timing = options.profile == TimingProfile::lan ? Timing::lan() : Timing::local();
   s.last_call = options.profile == TimingProfile::lan ? milliseconds(2000) : milliseconds(300);
@@ -103,13 +104,22 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
   const Time susp = suspicion_timeout(s.timing, n);
   std::ostringstream what;
 
+  const bool seed_list = (kind == "plain" || kind == "bench") && options.seed_nodes > 1;
+  if (seed_list) {
+    std::vector<std::size_t> seeds;
+    for (std::size_t i = 0; i < std::min<std::size_t>(options.seed_nodes, n); ++i)
+      seeds.push_back(i);
+    for (auto& node : s.nodes) node.seeds = seeds;
+  }
   if (kind == "plain") {
     what << n << " nodes, --nnodes " << n << ", no faults";
   } else if (kind == "bench") {
     // For figures: the seed is up first, so the time measured is the protocol's, not join
     // backoff waiting for a seed that is not there yet.
-    s.nodes[0].start = Time(0);
-    what << n << " nodes, --nnodes " << n << ", seed up first, no faults but --loss";
+    for (std::size_t i = 0; i < (seed_list ? options.seed_nodes : 1u) && i < n; ++i)
+      s.nodes[i].start = Time(0);
+    what << n << " nodes, --nnodes " << n << ", " << (seed_list ? options.seed_nodes : 1u)
+         << " seed(s) up first, no faults but --loss";
   } else if (kind == "loss10" || kind == "loss30") {
     s.link.loss_probability = kind == "loss10" ? 0.10 : 0.30;
     what << n << " nodes, loss " << s.link.loss_probability;
@@ -213,6 +223,32 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
     s.crashes.push_back(crash);
     what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", seed node 0 killed "
          << seconds_text(crash.delay) << " after all joined";
+  } else if (kind == "seed-list") {
+    // Every node lists the same K seeds, which start within a few milliseconds of each
+    // other: each may first meet a different one, and the joiners spread over them. The
+    // seeds are members, or (one run in three) dedicated seeds next to the N members.
+    const bool dedicated = prng.chance(1.0 / 3.0);
+    const auto k = static_cast<std::size_t>(prng.between(2, std::min<std::uint32_t>(5, n)));
+    std::vector<std::size_t> seeds;
+    for (std::size_t i = 0; i < k; ++i) {
+      if (dedicated) {
+        NodeSpec seed_node;
+        seed_node.seed_only = true;
+        seeds.push_back(s.nodes.size());
+        s.nodes.push_back(seed_node);
+      } else {
+        seeds.push_back(i);
+      }
+    }
+    for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+      s.nodes[i].seeds = seeds;
+      if (std::find(seeds.begin(), seeds.end(), i) != seeds.end())
+        s.nodes[i].start = prng.time_between(Time(0), ms(20));
+    }
+    static constexpr double kLoss[] = {0.0, 0.05, 0.1, 0.2};
+    if (!options.loss) s.link.loss_probability = kLoss[prng.below(4)];
+    what << n << " nodes, --nnodes " << n << ", " << k << (dedicated ? " dedicated" : " member")
+         << " seeds listed by every node";
   } else if (kind == "split") {
     // MIN <= MAX/2: two groups that never hear of each other (disjoint seeds, optionally a
     // partition that heals later) may each commit. Documented; reported, not a failure.
@@ -272,6 +308,7 @@ const std::vector<std::string>& scenario_names() {
                                                  "seed-member-killed",
                                                  "split",
                                                  "hints",
+                                                 "seed-list",
                                                  "mix"};
   return names;
 }
@@ -290,8 +327,9 @@ Scenario make_scenario(const std::string& name, std::uint32_t nodes, std::uint64
     return s;
   }
   Prng prng(seed, kMixStream);
-  // The kinds mix draws from, in a frozen order: appending a scenario here (never inserting)
-  // keeps every recorded mix seed replaying the same run. `bench` is left out: it is plain.
+  // The kinds mix draws from, frozen: a change here changes what every mix seed draws, and
+  // the regression tests and the documented long run name mix seeds. A newer kind gets its
+  // own sweep (seed-list: tests/sim/sim_sweep_test.cpp). `bench` is left out: it is plain.
   static const std::vector<std::string> kMixKinds = {
       "plain",     "loss10",  "loss30", "dup-reorder",     "over-max",    "over-max-2x",
       "last-call", "restart", "crash",  "wrong-suspicion", "seed-killed", "seed-member-killed",
@@ -325,6 +363,7 @@ std::string Scenario::replay_command() const {
   cmd << "gossip-rdzv-sim --scenario " << name << " --nodes " << nodes_arg << " --seed " << seed;
   if (loss_arg) cmd << " --loss " << *loss_arg;
   if (profile == TimingProfile::local) cmd << " --timing local";
+  if (seed_nodes_arg > 1) cmd << " --seed-nodes " << seed_nodes_arg;
   return cmd.str();
 }
 

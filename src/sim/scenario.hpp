@@ -48,7 +48,8 @@ struct Scenario {
   std::string kind;             ///< the concrete scenario run (differs from `name` for mix)
   std::uint32_t nodes_arg = 0;  ///< --nodes
   std::uint64_t seed = 0;
-  std::optional<double> loss_arg;  ///< --loss, echoed in the replay command
+  std::optional<double> loss_arg;    ///< --loss, echoed in the replay command
+  std::uint32_t seed_nodes_arg = 1;  ///< --seed-nodes, echoed in the replay command
   TimingProfile profile = TimingProfile::lan;
 
   std::string run_id = "sim";
@@ -72,6 +73,9 @@ struct Scenario {
 struct ScenarioOptions {
   std::optional<double> loss;  ///< overrides the scenario's loss probability
   TimingProfile profile = TimingProfile::lan;
+  /// plain and bench: nodes 0..K-1 are members that every node lists as seeds (each joiner
+  /// starts at a random one, so K seeds share the joins). Other scenarios keep their own.
+  std::uint32_t seed_nodes = 1;
 };
 
 /// Every scenario name accepted by make_scenario, "mix" last.

@@ -94,6 +94,9 @@ TEST(Scenarios, MinAtMostHalfMaxSplit) {
 TEST(Scenarios, RankHintsAndMixedNproc) {
   expect_seeds_pass("hints", 10, 1, 5);
 }
+TEST(Scenarios, SeedListStartingTogether) {
+  expect_seeds_pass("seed-list", 12, 1, 10);
+}
 TEST(Scenarios, MixSmall) {
   expect_seeds_pass("mix", 20, 1, 20);
 }
@@ -180,6 +183,18 @@ TEST(Regression, JoinedExtraNodeNeverToldNotAdmitted) {
 TEST(Regression, RestartedAfterCommitNeverToldNotAdmitted) {
   const auto run = run_isolated("mix", 30, 234);
   EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+}
+
+// Five nodes listing four member seeds (slots 0-3), all starting within 0.5 s: 10.0.0.3 and
+// 10.0.0.4 meet first; 10.0.0.5 joins through 10.0.0.2 and 10.0.0.1 through one of those.
+// Every node stops joining once joined, so the groups {.1 .2 .5} and {.3 .4} never hear of
+// each other and nobody commits (LIVENESS). A member that is a seed now keeps joining the
+// other seeds until each is in its table.
+TEST(Regression, SeedsThatMeetDifferentPartnersFormTwoGroups) {
+  ScenarioOptions options;
+  options.seed_nodes = 4;
+  const auto run = run_isolated("plain", 5, 1, options);
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 }  // namespace

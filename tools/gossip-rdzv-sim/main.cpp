@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   std::string seed_text;
   std::optional<double> loss;
   std::string timing = "lan";
+  std::uint32_t seed_nodes = 1;
   std::string codec = "full";
   bool quiet = false;
   int trace = 0;
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--timing", timing, "Protocol timing preset: lan or local")
       ->check(CLI::IsMember({"lan", "local"}))
+      ->capture_default_str();
+  app.add_option("--seed-nodes", seed_nodes,
+                 "plain and bench: the first K nodes are seeds every node lists (joins spread "
+                 "over them)")
+      ->check(CLI::Range(1u, 1000000u))
       ->capture_default_str();
   app.add_option("--codec", codec,
                  "full: msgpack encode+decode every packet; size: encode to count bytes only; "
@@ -127,6 +133,7 @@ int main(int argc, char** argv) {
   ScenarioOptions scenario_options;
   scenario_options.loss = loss;
   scenario_options.profile = timing == "local" ? TimingProfile::local : TimingProfile::lan;
+  scenario_options.seed_nodes = seed_nodes;
   SimOptions sim_options;
   sim_options.codec = codec == "full"   ? CodecMode::full
                       : codec == "size" ? CodecMode::size_only
