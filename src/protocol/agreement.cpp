@@ -55,10 +55,19 @@ ViewClaim Agreement::full_claim(const View& view) const {
   return claim;
 }
 
-bool Agreement::merge(const ViewClaim& claim) {
+void Agreement::note_knows(const View& view, const MemberKey& key) const {
+  const auto& members = *view.members;
+  auto it = std::lower_bound(members.begin(), members.end(), key);
+  if (it == members.end() || !(*it == key)) return;
+  if (view.members_sent.empty()) view.members_sent = bits::empty(members.size());
+  bits::set(view.members_sent, static_cast<std::size_t>(it - members.begin()));
+}
+
+bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   if (claim.round != config_.round) return false;
   const ViewId id{claim.attempt, claim.digest};
   auto it = views_.find(id);
+  if (from != nullptr && it != views_.end()) note_knows(it->second, *from);
   if (it == views_.end()) {
     // A view we do not know must come with its members (a claim by reference to a view we
     // never held, or pruned, teaches nothing), and they must be the ones its digest names.
@@ -77,6 +86,7 @@ bool Agreement::merge(const ViewClaim& claim) {
     View view;
     view.claim = std::move(incoming);
     view.members = config_.pool->members(claim.digest, claim.members);
+    if (from != nullptr) note_knows(view, *from);
     views_.emplace(id, std::move(view));
     dirty_ = true;
     return true;

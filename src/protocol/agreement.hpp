@@ -58,7 +58,9 @@ class Agreement {
   /// Merges a peer's claim. Returns true when it taught us something (new view or new bits).
   /// Claims for another round, or inconsistent ones (digest does not match the members), are
   /// ignored.
-  bool merge(const ViewClaim& claim);
+  /// `from`, when given, is the member that sent it: it knows the view's members (it sends
+  /// no claim of a view it does not know), so we stop sending it the member list.
+  bool merge(const ViewClaim& claim, const MemberKey* from = nullptr);
 
   /// Re-evaluates what to hold, readiness and commit against the membership table.
   /// Returns true when our own bits or held view changed.
@@ -123,6 +125,8 @@ class Agreement {
   std::optional<std::size_t> my_index(const View& view) const;
   const View* highest() const;
   void prune();
+  /// Notes that member `key` of `view` has its member list (mark in members_sent).
+  void note_knows(const View& view, const MemberKey& key) const;
 
   AgreementConfig config_;
   std::map<ViewId, View> views_;

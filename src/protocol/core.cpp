@@ -53,6 +53,15 @@ struct Core::Impl {
     const double n = static_cast<double>(cluster_size()) + 1.0;
     return config.timing.retransmit_mult * static_cast<std::uint32_t>(std::ceil(std::log2(n)));
   }
+  /// memberlist's pushPullScale: above 32 members the periodic full-table exchange slows by
+  /// one interval per doubling, so its cost per node stays about flat instead of growing
+  /// with N (a table of 10,000 rows every 5 s from every node would be ~6 GB/s in all).
+  Time push_pull_gap() const {
+    const double n = static_cast<double>(cluster_size());
+    const auto scale =
+        n <= 32.0 ? 1 : static_cast<std::int64_t>(std::ceil(std::log2(n) - std::log2(32.0))) + 1;
+    return as_time(config.timing.push_pull_interval) * scale;
+  }
   Time suspicion_timeout() const {
     // memberlist: mult * max(1, log10(N)) * probe interval, here floored by suspicion_min.
     const double scale = std::max(1.0, std::log10(static_cast<double>(cluster_size())));
@@ -212,10 +221,12 @@ struct Core::Impl {
     }
   }
 
-  void learn_views(const std::vector<ViewClaim>& claims, const std::string& via, Time now) {
+  void learn_views(const std::vector<ViewClaim>& claims, const std::string& via,
+                   std::uint64_t via_generation, Time now) {
     if (config.seed_only) return;
+    const MemberKey sender{via, via_generation};
     for (const auto& claim : claims) {
-      if (agreement.merge(claim)) dirty = true;
+      if (agreement.merge(claim, &sender)) dirty = true;
       if (names_members_we_lack(claim)) pull_table(via, now);
     }
   }
@@ -284,7 +295,7 @@ struct Core::Impl {
   void handle(Time now, const Envelope& env, const Ping& ping) {
     mark_joined(env.sender);
     learn(ping.updates, env.sender, now);
-    learn_views(ping.views, env.sender, now);
+    learn_views(ping.views, env.sender, env.sender_generation, now);
     Ack ack;
     ack.seq = ping.seq;
     ack.updates = table.take_piggyback(config.timing.max_piggyback);
@@ -294,7 +305,7 @@ struct Core::Impl {
   void handle(Time now, const Envelope& env, const Ack& ack) {
     mark_joined(env.sender);
     learn(ack.updates, env.sender, now);
-    learn_views(ack.views, env.sender, now);
+    learn_views(ack.views, env.sender, env.sender_generation, now);
     // An ack from the member itself answers a ping we sent to its advertised endpoint.
     unanswered.erase(env.sender);
     // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
@@ -339,7 +350,7 @@ struct Core::Impl {
       return;
     }
     learn(gossip.updates, env.sender, now);
-    learn_views(gossip.views, env.sender, now);
+    learn_views(gossip.views, env.sender, env.sender_generation, now);
     if (gossip.want_reply) {
       Gossip reply;
       reply.updates = full_state();
@@ -542,7 +553,7 @@ struct Core::Impl {
       dirty = false;
     }
     if (now >= next_push_pull_at && !commit_reported) {
-      next_push_pull_at = now + as_time(config.timing.push_pull_interval);
+      next_push_pull_at = now + push_pull_gap();
       if (auto peer = push_pull_partner()) {
         Gossip gossip;
         gossip.want_reply = true;

@@ -412,7 +412,8 @@ struct Simulator::Impl {
     }
     if (tracing(2))
       trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
-                   " " + std::string(protocol::to_string(packet.type)));
+                   " " + std::string(protocol::to_string(packet.type)) + " " +
+                   std::to_string(packet.size) + " B");
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
     traffic.bytes_received += packet.size;

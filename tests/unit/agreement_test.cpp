@@ -67,6 +67,28 @@ TEST(Agreement, ClaimsGoByReferenceOnlyToMembersKnownToHoldTheView) {
   EXPECT_EQ(a.agreement.claims_to_send(&b_restarted)[0].members.size(), 3u);
 }
 
+TEST(Agreement, EachMemberGetsTheMemberListOnceOrNotAtAllIfItShowedItKnowsIt) {
+  Node a(1), b(2), c(3);
+  a.agreement.step(Time{1}, a.table);
+  const MemberKey b_key{endpoint(2), 1}, c_key{endpoint(3), 1};
+  // b holds nothing yet: the first claim to b carries the members, the next ones do not.
+  ASSERT_EQ(a.agreement.claims_to_send(&b_key)[0].members.size(), 3u);
+  EXPECT_TRUE(a.agreement.claims_to_send(&b_key)[0].members.empty());
+  EXPECT_TRUE(a.agreement.claims_to_send(&b_key)[0].members.empty());
+  // c sends a claim of the view (it has the members): a never sends c the list.
+  const ViewClaim full = a.agreement.claims_to_send()[0];
+  c.agreement.merge(full);
+  ViewClaim from_c = c.agreement.claims_to_send()[0];
+  from_c.members.clear();  // even by reference: c cannot name a view it does not know
+  a.agreement.merge(from_c, &c_key);
+  EXPECT_TRUE(a.agreement.claims_to_send(&c_key)[0].members.empty());
+  // A lost copy is sent again after max(16, members) claims of the view.
+  std::size_t full_copies = 0;
+  for (int i = 0; i < 40; ++i) full_copies += a.agreement.claims_to_send(&b_key)[0].members.size();
+  EXPECT_GE(full_copies, 3u);
+  EXPECT_LE(full_copies, 9u);
+}
+
 TEST(Agreement, ClaimByReferenceMergesBitsOfAKnownViewAndIsIgnoredOtherwise) {
   Node a(1), b(2), c(3);
   a.agreement.step(Time{1}, a.table);
