@@ -129,20 +129,33 @@ bool Agreement::valid(const View& view, const MemberTable& table) const {
 }
 
 void Agreement::update_superseded(View& view, const MemberTable& table) const {
-  // Only rows whose generation appeared or changed since the last look can name a newer
-  // process of one of our members: O(new entries * log N), not O(N) per step.
   const auto& log = table.generation_log();
   const auto& members = *view.members;
+  auto mark = [&](std::size_t index) {
+    const auto i = static_cast<std::uint32_t>(index);
+    if (std::find(view.superseded.begin(), view.superseded.end(), i) == view.superseded.end())
+      view.superseded.push_back(i);
+  };
+  if (view.generation_log_seen == 0 && log.size() > members.size()) {
+    // First look at this view: one lookup per member beats replaying a longer table log.
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const Member* row = table.find(members[i].endpoint);
+      if (row != nullptr && row->ann->generation > members[i].generation) mark(i);
+    }
+    view.generation_log_seen = log.size();
+    return;
+  }
+  // Then only rows whose generation appeared or changed since the last look can name a
+  // newer process of one of our members: O(new entries * log N), not O(N) per step.
+  auto endpoint_less = [](const MemberKey& key, const std::string& endpoint) {
+    return key.endpoint < endpoint;
+  };
   for (; view.generation_log_seen < log.size(); ++view.generation_log_seen) {
     const Member& row = table.rows()[log[view.generation_log_seen]];
-    auto it = std::lower_bound(members.begin(), members.end(), MemberKey{row.ann->endpoint, 0});
+    auto it = std::lower_bound(members.begin(), members.end(), row.ann->endpoint, endpoint_less);
     for (; it != members.end() && it->endpoint == row.ann->endpoint; ++it) {
-      const auto index = static_cast<std::uint32_t>(it - members.begin());
-      if (it->generation < row.ann->generation &&
-          std::find(view.superseded.begin(), view.superseded.end(), index) ==
-              view.superseded.end()) {
-        view.superseded.push_back(index);
-      }
+      if (it->generation < row.ann->generation)
+        mark(static_cast<std::size_t>(it - members.begin()));
     }
   }
 }
