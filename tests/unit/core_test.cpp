@@ -563,6 +563,34 @@ TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
             0);  // without us: not our concern
 }
 
+// memberlist's pushPullScale: the periodic full-table exchange slows down above 32 members
+// (x2 up to 64), so a node's full-table traffic does not grow with the cluster.
+TEST(Core, PushPullSlowsDownAboveThirtyTwoMembers) {
+  auto push_pulls_per_node = [](int nodes) {
+    MiniNet net(100, 100);  // never full: the nodes keep gossiping for the whole run
+    int requests = 0;
+    net.on_deliver = [&](const std::string&, const Envelope& env) {
+      const auto* gossip = std::get_if<Gossip>(&env.body);
+      if (gossip != nullptr && gossip->want_reply && !gossip->updates.empty()) ++requests;
+    };
+    for (int i = 1; i <= nodes; ++i) net.add(i);
+    const Time warm_up = net.now() + 5s;
+    net.run([&] { return net.now() >= warm_up; }, 6s);  // everyone joined and known
+    requests = 0;
+    const Time end = net.now() + 20s;
+    net.run([&] { return net.now() >= end; }, 21s);
+    return static_cast<double>(requests) / nodes;
+  };
+  // Local timing: push_pull_interval 1 s, so ~20 per node in 20 s at 10 nodes, ~10 at 40.
+  const double small = push_pulls_per_node(10);
+  const double large = push_pulls_per_node(40);
+  std::printf("push-pulls per node in 20 s: %.1f at 10 nodes, %.1f at 40\n", small, large);
+  EXPECT_GT(small, 15.0);
+  EXPECT_LT(small, 22.0);
+  EXPECT_GT(large, 7.5);
+  EXPECT_LT(large, 11.5);
+}
+
 TEST(Core, IsDeterministicForAGivenSeed) {
   auto run_once = [] {
     MiniNet net(5, 5, 42);
