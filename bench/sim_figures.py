@@ -12,9 +12,9 @@ as "n/a" in the table (the tool prints them as 0). "seed B/join" is the mean siz
 replies of the first seed only.
 
 The plot shows
-  left:  gossip periods to agreement (mean over seeds, bar to the max) per loss rate (one line
-         per loss rate and, when the rows mix them, for one seed node and for several), next
-         to log2 N (the epidemic bound's shape) and the target ceil(log2 N) + 10;
+  left:  gossip periods to agreement (mean over seeds, bar to the max) per loss rate (two lines,
+         one seed node and several, when the rows hold both for some N), next to log2 N (the
+         epidemic bound's shape) and the target ceil(log2 N) + 10;
   right: messages and bytes per node (mean and max over members) at the lowest loss rate next
          to what one master that every node talks to would handle (a TCPStore: N times a
          node's traffic); no bytes lines when they were not measured.
@@ -56,8 +56,8 @@ LINE = re.compile(
     r"seed B/join (?P<seed_b_join>\d+), wall (?P<wall>[\d.]+) s, cpu (?P<cpu>[\d.]+) s, "
     r"peak RSS (?P<rss>\d+) MiB"
 )
-FIELDS = ["nodes", "seed_nodes", "loss", "seed", "status", "agreement_s", "gossip_periods", "committed",
-          "msgs_mean", "msgs_max", "msgs_after_join_mean", "msgs_after_join_max",
+FIELDS = ["nodes", "seed_nodes", "loss", "seed", "status", "agreement_s", "gossip_periods",
+          "committed", "msgs_mean", "msgs_max", "msgs_after_join_mean", "msgs_after_join_max",
           "bytes_mean", "bytes_max", "seed_bytes_per_join", "wall_s", "cpu_s", "peak_rss_mib"]
 
 
@@ -126,7 +126,8 @@ def seed_nodes_for(n: int, args: argparse.Namespace) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| N | seed_nodes | loss | runs | agreement, s: mean (max) | gossip periods: mean (max) | "
+    lines = ["| N | seed_nodes | loss | runs | agreement, s: mean (max) | "
+             "gossip periods: mean (max) | "
              "⌈log2 N⌉+10 | msgs/node mean / max (max/mean) | after join: mean / max "
              "(max/mean) | bytes/node mean / max | seed B/join | cpu per run | wall per run "
              "| peak RSS |",
@@ -149,7 +150,8 @@ def table(rows: list[dict]) -> str:
             f"{mean('wall_s'):.1f} s | {top('peak_rss_mib'):.0f} MiB |")
     missing = [r for r in rows if r.get("status") != "ok"]
     for r in missing:
-        lines.append(f"\nN = {r['nodes']}, {seed_nodes_of(r)} seed node(s), loss {float(r['loss']) * 100:.0f}%, seed {r['seed']}: "
+        lines.append(f"\nN = {r['nodes']}, {seed_nodes_of(r)} seed node(s), "
+                     f"loss {float(r['loss']) * 100:.0f}%, seed {r['seed']}: "
                      f"{r.get('status')}")
     return "\n".join(lines) + "\n"
 
@@ -168,20 +170,20 @@ def plot(rows: list[dict], path: str) -> bool:
         return False
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
     all_n = sorted({n for n, _, _ in by})
-    mixed = len({k > 1 for _, k, _ in by}) > 1
 
     def series(loss: float) -> list[tuple[str, list[tuple[int, int, float]]]]:
-        """The groups at one loss rate: one series, or two (K = 1, K > 1) when rows mix them."""
+        """The groups at one loss rate as lines: one line, or two (K = 1 and K > 1) when some N
+        was run with both (as in rows combined from several runs)."""
+        keys = sorted(key for key in by if key[2] == loss)
+        if len({n for n, _, _ in keys}) == len(keys):
+            parts = [keys]
+        else:
+            parts = [[key for key in keys if (key[1] > 1) == several] for several in (False, True)]
         out = []
-        for several in (False, True):
-            keys = sorted(key for key in by if key[2] == loss and (key[1] > 1) == several)
-            if not keys:
-                continue
-            ks = sorted({k for _, k, _ in keys})
-            label = ""
-            if several or mixed:
-                label = f", seed nodes {'/'.join(map(str, ks))}"
-            out.append((label, keys))
+        for part in filter(None, parts):
+            ks = sorted({k for _, k, _ in part})
+            several = any(k > 1 for _, k, _ in by)
+            out.append((f", seed nodes {'/'.join(map(str, ks))}" if several else "", part))
         return out
 
     for loss in sorted({loss for _, _, loss in by}):
@@ -292,8 +294,10 @@ def main() -> int:
     with open(out + ".md", "w") as f:
         f.write(md)
     print(md)
+    written = ([] if args.from_csv and len(args.from_csv) == 1 else [out + ".csv"]) + [out + ".md"]
     if plot(rows, out + ".png"):
-        print(f"wrote {out}.csv, {out}.md, {out}.png")
+        written.append(out + ".png")
+    print("wrote " + ", ".join(written))
     return 0
 
 
