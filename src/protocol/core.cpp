@@ -40,11 +40,8 @@ struct Core::Impl {
                                   config.round, config.min_nodes, config.max_nodes,
                                   as_time(config.last_call), table.pool_handle()}) {
     // A member listed among the seeds meets every other seed (see tick_join).
-    if (!config.seed_only && std::erase(config.seeds, config.self.endpoint) > 0 &&
-        config.seeds.size() > 0) {
-      unmet_seeds = config.seeds;
-    }
-    std::erase(config.seeds, config.self.endpoint);
+    listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
+    if (!config.seed_only && listed_seed) unmet_seeds = config.seeds;
   }
 
   // ---- configuration-derived numbers ----------------------------------------------------
@@ -273,13 +270,21 @@ struct Core::Impl {
     send(env.sender, std::move(reply));
     if (config.seed_only) {
       introduce(join.self);
-      // Other dedicated seeds introduce it to the members they know: joiners spread over
-      // several seeds that never talk to each other would otherwise form separate groups.
+      // The other dedicated seeds introduce it to the members they know: joiners spread over
+      // seeds that never talk to each other would otherwise form separate groups.
       for (const auto& other : config.seeds) {
         Gossip gossip;
         gossip.updates = {join.self};
         send(other, std::move(gossip));
       }
+    } else if (listed_seed && !config.seeds.empty()) {
+      // Member seeds tell each other their joiners once per gossip period (forward_joiners),
+      // so each knows every joiner directly, as a single seed does: one of them completes
+      // its table (and proposes the view) right after the last join, instead of waiting for
+      // the slowest rumour's tail. One message per other seed per period, not per join.
+      if (joiners_to_forward.empty())
+        next_forward_at = now + as_time(config.timing.gossip_interval);
+      joiners_to_forward.push_back(join.self);
     }
     if (agreement.committed()) {
       Gossip outcome;  // a late joiner learns at once that the round is closed
@@ -537,6 +542,16 @@ struct Core::Impl {
     send(targets.front(), std::move(ping));
   }
 
+  void forward_joiners(Time now) {
+    if (joiners_to_forward.empty() || now < next_forward_at) return;
+    for (const auto& other : config.seeds) {
+      Gossip gossip;
+      gossip.updates = joiners_to_forward;
+      send(other, std::move(gossip));
+    }
+    joiners_to_forward.clear();
+  }
+
   void tick_gossip(Time now) {
     if (now >= next_gossip_at) {
       next_gossip_at = now + as_time(config.timing.gossip_interval);
@@ -684,7 +699,10 @@ struct Core::Impl {
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
-  std::size_t first_seed = 0;            ///< random: with several seeds, the joins spread over them
+  std::size_t first_seed = 0;  ///< random: with several seeds, the joins spread over them
+  bool listed_seed = false;    ///< our own endpoint is in the seed list
+  std::vector<MemberRecord> joiners_to_forward;  ///< to the other seeds (we are a member seed)
+  Time next_forward_at{0};
   std::vector<std::string> unmet_seeds;  ///< other seeds not yet in our table (we are a seed)
   Time join_backoff{0};
   Time next_join_at{0};
@@ -786,6 +804,7 @@ void Core::on_tick(Time now) {
   s.tick_join(now);
   if (!s.config.seed_only) {
     s.tick_suspicions(now);
+    s.forward_joiners(now);
     if (s.joined) s.tick_probe(now);
     s.step_agreement(now);
     if (s.joined) s.tick_gossip(now);
@@ -814,6 +833,7 @@ Time Core::next_wakeup() const {
   Time next = kNever;
   auto consider = [&](Time t) { next = std::min(next, t); };
   if ((!s.joined && !s.config.seeds.empty()) || !s.unmet_seeds.empty()) consider(s.next_join_at);
+  if (!s.joiners_to_forward.empty()) consider(s.next_forward_at);
   if (s.joined) {
     consider(s.next_probe_at);
     consider(s.next_gossip_at);
