@@ -111,20 +111,30 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
   return static_cast<std::size_t>(it - members.begin());
 }
 
-bool Agreement::valid(const View& view, const MemberTable& table) const {
-  if (view.valid_at_version == table.version()) return view.valid_cached;
-  view.valid_at_version = table.version();
-  view.valid_cached = false;
+bool Agreement::valid(const View& view, const MemberTable& table, bool complete) const {
+  View::Validity& cache = complete ? view.complete_validity : view.hold_validity;
+  if (cache.at_version == table.version()) return cache.result;
+  cache.at_version = table.version();
+  cache.result = false;
   const std::size_t size = view.members->size();
   if (size < config_.min_nodes || size > config_.max_nodes) return false;
-  if (size > table.live_count()) return false;  // cheap: a member is missing or dead
+  if (complete && size > table.live_count()) return false;  // cheap: a member is missing
   if (!my_index(view)) return false;
   for (const auto& key : *view.members) {
     const Member* row = table.find(key.endpoint);
-    if (row == nullptr || row->ann->generation != key.generation) return false;
-    if (row->status == MemberStatus::dead) return false;
+    if (row == nullptr) {
+      // Not known dead: the proposer saw it alive, and our table pull (names_members_we_lack)
+      // brings its row. Holding such a view at once stops each of our peers from sending us
+      // its whole member list meanwhile (at N = 10,000, most of a run's CPU). Being ready
+      // still waits for every row, so a node that commits knows every announcement.
+      if (complete) return false;
+      continue;
+    }
+    if (row->ann->generation > key.generation) return false;  // that process restarted
+    if (row->ann->generation < key.generation && complete) return false;
+    if (row->ann->generation == key.generation && row->status == MemberStatus::dead) return false;
   }
-  view.valid_cached = true;
+  cache.result = true;
   return true;
 }
 
@@ -270,7 +280,7 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   const MemberList* wanted = candidate(now, table);
   const View* best = nullptr;
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
-    if (valid(it->second, table)) {
+    if (valid(it->second, table, false)) {
       best = &it->second;
       break;
     }
@@ -319,7 +329,7 @@ bool Agreement::advance(const MemberTable& table) {
   const std::size_t size = view.members->size();
   const std::size_t index = *my_index(view);
   bool changed = false;
-  if (!ready_ && bits::full(view.claim.proposed, size) && valid(view, table)) {
+  if (!ready_ && bits::full(view.claim.proposed, size) && valid(view, table, true)) {
     ready_ = true;
     bits::set(view.claim.ready, index);
     changed = true;

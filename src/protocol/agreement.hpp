@@ -81,6 +81,8 @@ class Agreement {
   /// The committed view's members (sorted), without copying them; null before a commit.
   const MemberList* committed_member_list() const;
   std::optional<ViewClaim> held_view() const;
+  /// Members of the held view (0 when none), without copying it.
+  std::size_t held_size() const { return held_ ? views_.at(*held_).members->size() : 0; }
   /// The committed view that does not include us (when not_admitted()).
   std::optional<ViewClaim> foreign_commit() const { return foreign_commit_; }
   /// Every member of the committed view is known to have committed.
@@ -97,9 +99,13 @@ class Agreement {
  private:
   struct View {
     ViewClaim claim;  ///< id and seen-by sets; `claim.members` stays empty, see `members`
-    std::shared_ptr<const MemberList> members;            ///< interned: one copy for every holder
-    mutable std::uint64_t valid_at_version = UINT64_MAX;  ///< cache of valid() per table version
-    mutable bool valid_cached = false;
+    std::shared_ptr<const MemberList> members;  ///< interned: one copy for every holder
+    struct Validity {
+      std::uint64_t at_version = UINT64_MAX;  ///< table version the result is for
+      bool result = false;
+    };
+    mutable Validity hold_validity;         ///< cache of valid(view, table, false)
+    mutable Validity complete_validity;     ///< cache of valid(view, table, true)
     std::size_t generation_log_seen = 0;    ///< entries of table.generation_log() looked at
     std::vector<std::uint32_t> superseded;  ///< indices of members whose endpoint restarted
     /// Members we sent the member list to (bit i: members[i]): each gets it from us once, by
@@ -109,7 +115,9 @@ class Agreement {
     mutable std::size_t members_sent_quota = 0;
   };
 
-  bool valid(const View& view, const MemberTable& table) const;
+  /// Whether to hold `view` (complete = false: no member known dead or restarted) or to be
+  /// ready on it (complete = true: also every member's row, with its generation, is here).
+  bool valid(const View& view, const MemberTable& table, bool complete) const;
   const MemberList* candidate(Time now, const MemberTable& table);
   ViewClaim full_claim(const View& view) const;
   void update_superseded(View& view, const MemberTable& table) const;

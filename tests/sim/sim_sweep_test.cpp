@@ -35,13 +35,17 @@ void sweep_range(std::uint64_t& first, std::uint64_t& last) {
 // runs fails here. The counts move by a few either way whenever a change draws the cores'
 // random numbers differently (another sample of the same races).
 // 27 / 38 before the scaling work; 25 / 35 after claims by reference; 26 / 29 (2 Dec, commit
-// after a122d31) with the shared pool, and one run in twenty at N up to 300.
-constexpr std::size_t kMaxBlockedRuns = 26;
-constexpr std::size_t kMaxOutsiderRuns = 29;
-// The scenarios where a member crashes and does not come back mid-agreement.
+// after a122d31) with the shared pool, and one run in twenty at N up to 300; 24 / 25 once a
+// node may hold a view before its table has every member (2 Dec).
+constexpr std::size_t kMaxBlockedRuns = 24;
+constexpr std::size_t kMaxOutsiderRuns = 25;
+// The scenarios where a member is gone for good mid-agreement: it crashes and does not come
+// back, or (wrong-suspicion) it is cut off for longer than the others' commit grace, and when
+// it returns every node that could tell it the outcome has exited.
 bool member_crashed_for_good(const std::string& report) {
   return report.find("(seed-member-killed:") != std::string::npos ||
-         report.find("(crash:") != std::string::npos;
+         report.find("(crash:") != std::string::npos ||
+         report.find("(wrong-suspicion:") != std::string::npos;
 }
 
 TEST(SimSweep, MixedScenarios) {
