@@ -25,6 +25,7 @@ Usage (from the repository root, after building gossip-rdzv-sim):
   /usr/bin/python3 bench/sim_figures.py --nodes 1000 2000 --loss 0 --seed-nodes-per 250 \
       --codec off --out /tmp/k                                 # K = 4, 8 seed nodes; no bytes
   /usr/bin/python3 bench/sim_figures.py --from-csv A.csv B.csv --out bench/results/all  # replot
+  ... --from-csv A.csv --from-log 0.1:off:1:run10k.txt --out OUT  # add a run saved by hand
 Writes OUT.csv, OUT.md and OUT.png (OUT defaults to bench/results/sim_figures). With one
 --from-csv file, the table and plot are written next to it (A.md, A.png) and --out is unused.
 CSVs written before the seed_nodes column existed are read as K = 1. The plot needs matplotlib
@@ -74,6 +75,13 @@ def run_one(sim: str, nodes: int, seed_nodes: int, loss: float, seed: int, codec
     except subprocess.TimeoutExpired:
         row["status"] = "timeout"
         return row
+    if not parse_summary(out, row, codec):
+        sys.stderr.write(f"could not parse the output of {' '.join(cmd)}:\n{out}\n")
+    return row
+
+
+def parse_summary(out: str, row: dict, codec: str) -> bool:
+    """Fills `row` from the tool's summary line in `out`; status "unparsed" if none."""
     for line in out.splitlines():
         m = LINE.match(line)
         if m:
@@ -86,9 +94,22 @@ def run_one(sim: str, nodes: int, seed_nodes: int, loss: float, seed: int, codec
                        wall_s=m["wall"], cpu_s=m["cpu"], peak_rss_mib=m["rss"])
             if codec == "off":  # the tool prints 0: not measured, so not a figure
                 row.update({k: "" for k in BYTE_FIELDS})
-            return row
+            return True
     row["status"] = "unparsed"
-    sys.stderr.write(f"could not parse the output of {' '.join(cmd)}:\n{out}\n")
+    return False
+
+
+def rows_from_log(spec: str) -> dict:
+    """LOSS:CODEC:K:PATH -> the row of a run whose output was saved to PATH (a run too long
+    for this script's timeout, started by hand with the same bench options)."""
+    loss, codec, k, path = spec.split(":", 3)
+    with open(path) as f:
+        out = f.read()
+    m = re.search(r"bench\s+nodes (\d+):", out)
+    row = {"nodes": int(m[1]) if m else 0, "seed_nodes": int(k), "loss": float(loss), "seed": 1}
+    if not parse_summary(out, row, codec):
+        raise SystemExit(f"no summary line in {path}")
+    row["seed"] = re.search(r"seed (\d+) bench", out)[1]
     return row
 
 
@@ -249,10 +270,16 @@ def main() -> int:
     p.add_argument("--out", default="bench/results/sim_figures")
     p.add_argument("--from-csv", nargs="+", metavar="CSV",
                    help="skip the runs: tabulate and plot these CSVs (to --out when several)")
+    p.add_argument("--from-log", nargs="+", metavar="LOSS:CODEC:K:PATH", default=[],
+                   help="with --from-csv: add runs whose output was saved to PATH (e.g. "
+                        "N = 10,000, run by hand), made with --loss LOSS --codec CODEC "
+                        "--seed-nodes K")
     args = p.parse_args()
     if args.seed_nodes < 1 or (args.seed_nodes_per is not None and args.seed_nodes_per < 1):
         p.error("--seed-nodes and --seed-nodes-per must be at least 1")
 
+    if args.from_log and not args.from_csv:
+        p.error("--from-log goes with --from-csv")
     if args.from_csv:
         rows = []
         for path in args.from_csv:
@@ -260,6 +287,7 @@ def main() -> int:
                 for r in csv.DictReader(f):
                     r["seed_nodes"] = seed_nodes_of(r)  # older CSVs: one seed node
                     rows.append(r)
+        rows += [rows_from_log(spec) for spec in args.from_log]
     else:
         if not os.access(args.sim, os.X_OK):
             sys.stderr.write(f"{args.sim} not found: build it first "
@@ -284,7 +312,7 @@ def main() -> int:
                         f.flush()
     md = table(rows)
     out = args.out
-    if args.from_csv and len(args.from_csv) == 1:
+    if args.from_csv and len(args.from_csv) == 1 and not args.from_log:
         out = os.path.splitext(args.from_csv[0])[0]
     elif args.from_csv:
         with open(out + ".csv", "w", newline="") as f:
@@ -294,7 +322,8 @@ def main() -> int:
     with open(out + ".md", "w") as f:
         f.write(md)
     print(md)
-    written = ([] if args.from_csv and len(args.from_csv) == 1 else [out + ".csv"]) + [out + ".md"]
+    one_csv = args.from_csv and len(args.from_csv) == 1 and not args.from_log
+    written = ([] if one_csv else [out + ".csv"]) + [out + ".md"]
     if plot(rows, out + ".png"):
         written.append(out + ".png")
     print("wrote " + ", ".join(written))

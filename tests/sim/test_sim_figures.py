@@ -81,6 +81,31 @@ class SimFiguresTest(unittest.TestCase):
         self.assertIn("| 10 | 2 | 0% | 1 |", md)
         self.assertIn("| 20 | 1 | 0% | 1 |", md)
 
+    def test_from_log_adds_a_run_saved_by_hand(self):
+        res = run_script("--sim", SIM, "--nodes", "5", "--loss", "0", "--seeds", "1",
+                         "--out", self.out("base"))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        # A long run started by hand (as for N = 10,000), its output saved to a file.
+        saved = subprocess.run([SIM, "--scenario", "bench", "--nodes", "12", "--seed", "2",
+                                "--seed-nodes", "2", "--loss", "0.1", "--codec", "off",
+                                "--no-fork"], capture_output=True, text=True, timeout=120)
+        Path(self.out("run12.txt")).write_text(saved.stdout)
+        res = run_script("--from-csv", self.out("base.csv"), "--from-log",
+                         "0.1:off:2:" + self.out("run12.txt"), "--out", self.out("with_log"))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        rows = {r["nodes"]: r for r in read_csv(self.out("with_log.csv"))}
+        self.assertEqual(sorted(rows), ["12", "5"])
+        self.assertEqual((rows["12"]["seed_nodes"], rows["12"]["loss"], rows["12"]["seed"]),
+                         ("2", "0.1", "2"))
+        self.assertEqual(rows["12"]["bytes_mean"], "")  # --codec off: not measured
+        self.assertIn("| 12 | 2 | 10% | 1 |", Path(self.out("with_log.md")).read_text())
+        # A file without a summary line is an error, not an empty row.
+        Path(self.out("empty.txt")).write_text("nothing here\n")
+        res = run_script("--from-csv", self.out("base.csv"), "--from-log",
+                         "0:off:1:" + self.out("empty.txt"), "--out", self.out("bad"))
+        self.assertNotEqual(res.returncode, 0)
+        self.assertIn("no summary line", res.stderr)
+
     def test_bad_seed_nodes_is_an_error(self):
         for args in (["--seed-nodes", "0"], ["--seed-nodes-per", "0"],
                      ["--seed-nodes", "2", "--seed-nodes-per", "4"], ["--codec", "full"]):
