@@ -113,8 +113,16 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
 
 bool Agreement::valid(const View& view, const MemberTable& table, bool complete) const {
   View::Validity& cache = complete ? view.complete_validity : view.hold_validity;
-  if (cache.at_version == table.version()) return cache.result;
-  cache.at_version = table.version();
+  // Adding a live row cannot make a view unfit to hold, only to be ready on: while tables
+  // fill (N rows, one at a time) the hold check runs again only on deaths and restarts.
+  const std::uint64_t version = complete ? table.version() : table.liveness_version();
+  if (!complete) {
+    // A first row for a member's endpoint can name a newer process than the view does.
+    update_superseded(view, table);
+    if (!view.superseded.empty()) return false;
+  }
+  if (cache.at_version == version) return cache.result;
+  cache.at_version = version;
   cache.result = false;
   const std::size_t size = view.members->size();
   if (size < config_.min_nodes || size > config_.max_nodes) return false;
@@ -138,7 +146,7 @@ bool Agreement::valid(const View& view, const MemberTable& table, bool complete)
   return true;
 }
 
-void Agreement::update_superseded(View& view, const MemberTable& table) const {
+void Agreement::update_superseded(const View& view, const MemberTable& table) const {
   const auto& log = table.generation_log();
   const auto& members = *view.members;
   auto mark = [&](std::size_t index) {

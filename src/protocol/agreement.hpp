@@ -104,10 +104,12 @@ class Agreement {
       std::uint64_t at_version = UINT64_MAX;  ///< table version the result is for
       bool result = false;
     };
-    mutable Validity hold_validity;         ///< cache of valid(view, table, false)
-    mutable Validity complete_validity;     ///< cache of valid(view, table, true)
-    std::size_t generation_log_seen = 0;    ///< entries of table.generation_log() looked at
-    std::vector<std::uint32_t> superseded;  ///< indices of members whose endpoint restarted
+    mutable Validity hold_validity;      ///< cache of valid(view, table, false)
+    mutable Validity complete_validity;  ///< cache of valid(view, table, true)
+    /// Entries of table.generation_log() looked at, and the members whose endpoint now runs
+    /// a newer process (kept up to date by update_superseded, also from const valid()).
+    mutable std::size_t generation_log_seen = 0;
+    mutable std::vector<std::uint32_t> superseded;
     /// Members we sent the member list to (bit i: members[i]): each gets it from us once, by
     /// reference afterwards, until `members_sent_quota` claims later (a lost copy is sent
     /// again; a large view has many other senders). A full claim costs ~20 bytes a member.
@@ -120,7 +122,7 @@ class Agreement {
   bool valid(const View& view, const MemberTable& table, bool complete) const;
   const MemberList* candidate(Time now, const MemberTable& table);
   ViewClaim full_claim(const View& view) const;
-  void update_superseded(View& view, const MemberTable& table) const;
+  void update_superseded(const View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
   bool fence_restarted_members(const MemberTable& table);
   bool superseded(const MemberKey& key, const MemberTable& table) const;

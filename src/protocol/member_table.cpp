@@ -57,7 +57,7 @@ void MemberTable::set_self(const MemberRecord& self) {
   auto found = index_of(self.ann.endpoint);
   const std::uint32_t index = found ? *found : insert(self);
   Member& row = rows_[index];
-  if (found && (*row.ann != self.ann || row.status != self.status)) ++version_;
+  if (found && (*row.ann != self.ann || row.status != self.status)) ++version_, ++liveness_version_;
   row.ann = &pool_->announcement(self.ann);
   row.incarnation = self.incarnation;
   set_status(index, self.status, row.suspect_deadline);
@@ -71,6 +71,7 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
     rows_[index].via = teller_id(via);
     set_status(index, rumour.status, suspicion_deadline);
     track_liveness(index);
+    if (rumour.status == MemberStatus::dead) ++liveness_version_;
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
   MemberChange change = apply(*found, rumour, suspicion_deadline);
@@ -92,6 +93,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
     row.last_heard = Time{0};
     set_status(index, rumour.status, suspicion_deadline);
     ++version_;
+    ++liveness_version_;
     generation_log_.push_back(index);
     track_liveness(index);
     return MemberChange::restarted;
@@ -122,6 +124,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
   set_status(index, rumour.status, deadline);
   if (liveness_changed) {
     ++version_;
+    ++liveness_version_;
     track_liveness(index);
   }
   // A newer incarnation is news even when the status stays the same (it must spread).
@@ -146,6 +149,7 @@ bool MemberTable::declare_dead(const std::string& endpoint, Time now) {
   if (!index || rows_[*index].status == MemberStatus::dead) return false;
   set_status(*index, MemberStatus::dead, Time{0});
   ++version_;
+  ++liveness_version_;
   track_liveness(*index);
   recent_deaths_.push_back(Death{*index, now});
   return true;

@@ -74,8 +74,11 @@ class MemberTable {
   /// Row index of `endpoint`, if known.
   std::optional<std::uint32_t> index_of(const std::string& endpoint) const;
   MemberRecord record(const Member& member) const;
-  /// Bumped whenever a member's generation or liveness changes.
+  /// Bumped whenever a row is added or a member's generation or liveness changes.
   std::uint64_t version() const { return version_; }
+  /// Bumped when a member dies, comes back or restarts (or is first heard of as dead), not
+  /// when a live member is added: what can make a view unfit to hold (Agreement::valid).
+  std::uint64_t liveness_version() const { return liveness_version_; }
   /// Row indices in the order their generation became known (a new row, or a restart): a
   /// view only needs to look at the entries it has not seen to find members that restarted.
   const std::vector<std::uint32_t>& generation_log() const { return generation_log_; }
@@ -143,6 +146,7 @@ class MemberTable {
   std::deque<Slot> slots_;
   std::vector<Bucket> buckets_;  ///< size a power of two, at most half full
   std::uint64_t version_ = 0;
+  std::uint64_t liveness_version_ = 0;
   std::vector<std::uint32_t> generation_log_;
   std::map<MemberKey, const Announcement*> retired_;  ///< processes replaced by a restart
   std::vector<std::uint32_t> live_peers_;
