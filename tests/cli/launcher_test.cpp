@@ -90,7 +90,10 @@ TEST(LauncherTest, ForwardedSignalReachesEveryWorker) {
 
 TEST(LauncherTest, SignalToLauncherIsForwarded) {
   Launcher launcher;
-  ASSERT_EQ(launcher.launch({shell("sleep 60")}), 0);
+  // `sleep` itself, not `sh -c 'sleep 60'`: dash started with -c catches SIGINT until it
+  // execs the command, so a SIGINT forwarded within its first milliseconds was swallowed and
+  // the worker lived until the kill grace (exit 137, seen under load in CI).
+  ASSERT_EQ(launcher.launch({WorkerSpec{{"sleep", "60"}, {}}}), 0);
   // wait() blocks SIGINT, so raising it first leaves it pending for wait() to forward.
   sigset_t interrupt;
   sigemptyset(&interrupt);
