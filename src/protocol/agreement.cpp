@@ -11,15 +11,6 @@ namespace {
 
 constexpr std::size_t kMaxKeptViews = 32;  // held, committed and the newest few are all we use
 
-std::uint64_t fnv1a(std::uint64_t hash, const void* data, std::size_t size) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) {
-    hash ^= bytes[i];
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 bool strictly_sorted(const std::vector<MemberKey>& members) {
   for (std::size_t i = 1; i < members.size(); ++i) {
     if (!(members[i - 1] < members[i])) return false;
@@ -34,8 +25,7 @@ bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>&
 }  // namespace
 
 std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  hash = fnv1a(hash, &round, sizeof round);
+  std::uint64_t hash = fnv1a(kFnvOffset, &round, sizeof round);
   for (const auto& key : members) {
     hash = fnv1a(hash, key.endpoint.data(), key.endpoint.size());
     const char separator = 0;

@@ -2,13 +2,17 @@
 
 namespace gossip_rdzv::protocol {
 
-std::uint64_t endpoint_hash(std::string_view endpoint) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : endpoint) {
-    hash ^= c;
+std::uint64_t fnv1a(std::uint64_t hash, const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
     hash *= 0x100000001b3ULL;
   }
   return hash;
+}
+
+std::uint64_t endpoint_hash(std::string_view endpoint) {
+  return fnv1a(kFnvOffset, endpoint.data(), endpoint.size());
 }
 
 std::size_t InternPool::AnnouncementHash::operator()(const Announcement& ann) const {

@@ -39,7 +39,10 @@ class InternPool {
   std::unordered_multimap<std::uint64_t, std::weak_ptr<const MemberList>> lists_;
 };
 
-/// FNV-1a 64 of a string: the member table's index hash (stable across platforms).
+/// FNV-1a 64: folds `size` bytes into `hash` (start from kFnvOffset); stable across platforms.
+inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a(std::uint64_t hash, const void* data, std::size_t size);
+/// FNV-1a 64 of a string: the member table's index hash.
 std::uint64_t endpoint_hash(std::string_view endpoint);
 
 }  // namespace gossip_rdzv::protocol

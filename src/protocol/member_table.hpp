@@ -108,7 +108,6 @@ class MemberTable {
   std::vector<MemberRecord> take_piggyback(std::size_t max);
   bool piggyback_pending() const { return queued_ != 0; }
 
-  InternPool& pool() const { return *pool_; }
   const std::shared_ptr<InternPool>& pool_handle() const { return pool_; }
 
  private:
