@@ -108,7 +108,8 @@ def rows_from_log(spec: str) -> dict:
     m = re.search(r"bench\s+nodes (\d+):", out)
     row = {"nodes": int(m[1]) if m else 0, "seed_nodes": int(k), "loss": float(loss), "seed": 1}
     if not parse_summary(out, row, codec):
-        raise SystemExit(f"no summary line in {path}")
+        raise SystemExit(f"no summary line in {path}: give the saved output of one "
+                         "'gossip-rdzv-sim --scenario bench ... --no-fork' run")
     row["seed"] = re.search(r"seed (\d+) bench", out)[1]
     return row
 
