@@ -7,6 +7,15 @@
 
 namespace gossip_rdzv::protocol {
 
+/// One splitmix64 step: advances `state` and returns a well-mixed 64-bit value. Seeds the
+/// generator below and derives independent seeds from one (the simulator's per-node seeds).
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 class Prng {
  public:
   explicit Prng(std::uint64_t seed) {
@@ -36,12 +45,6 @@ class Prng {
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static std::uint64_t splitmix64(std::uint64_t& x) {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
   std::uint64_t state_[4];
 };
 

@@ -1,45 +1,18 @@
 #include "sim/network.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gossip_rdzv::sim {
-
-std::uint64_t splitmix64(std::uint64_t& state) {
-  state += 0x9e3779b97f4a7c15ULL;
-  std::uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::uint64_t mix64(std::uint64_t value) {
   return splitmix64(value);
 }
 
-namespace {
-std::uint64_t rotl(std::uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-}  // namespace
-
-Prng::Prng(std::uint64_t seed, std::uint64_t stream) {
-  // Seeding xoshiro through splitmix64 is what its authors recommend; it never yields the
-  // all-zero state.
-  std::uint64_t sm = seed ^ mix64(stream + 0x5851f42d4c957f2dULL);
-  for (auto& word : state_) word = splitmix64(sm);
-}
-
-std::uint64_t Prng::next_u64() {
-  const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
-  const std::uint64_t t = state_[1] << 17;
-  state_[2] ^= state_[0];
-  state_[3] ^= state_[1];
-  state_[1] ^= state_[2];
-  state_[0] ^= state_[3];
-  state_[2] ^= t;
-  state_[3] = rotl(state_[3], 45);
-  return result;
-}
+// Seeding xoshiro through splitmix64 is what its authors recommend; it never yields the
+// all-zero state. The stream is folded into the seed first.
+Prng::Prng(std::uint64_t seed, std::uint64_t stream)
+    : generator_(seed ^ mix64(stream + 0x5851f42d4c957f2dULL)) {}
 
 std::uint64_t Prng::below(std::uint64_t bound) {
   if (bound == 0) return 0;
@@ -75,6 +48,17 @@ Time Prng::time_between(Time low, Time high) {
   if (high <= low) return low;
   return low +
          Time(static_cast<Time::rep>(below(static_cast<std::uint64_t>((high - low).count()) + 1)));
+}
+
+Time reconnect_time(const LinkConfig& link, Time since, Time up) {
+  Time attempt = since;
+  Time wait = link.reconnect_initial < Time(1) ? Time(1) : link.reconnect_initial;
+  const Time cap = std::max(wait, link.reconnect_max);
+  while (attempt < up) {
+    attempt += wait;
+    wait = std::min(wait * 2, cap);
+  }
+  return attempt;
 }
 
 bool Partition::separates(std::size_t a, std::size_t b, Time now) const {

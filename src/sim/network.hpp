@@ -9,17 +9,19 @@
 #include <vector>
 
 #include "protocol/core.hpp"
+#include "protocol/prng.hpp"
 
 namespace gossip_rdzv::sim {
 
 using protocol::Time;
 
 /// splitmix64: used to derive independent seeds (per node, per stream) from one run seed.
-std::uint64_t splitmix64(std::uint64_t& state);
+using protocol::splitmix64;
 /// One splitmix64 step of `value` without state: a good 64-bit mixer.
 std::uint64_t mix64(std::uint64_t value);
 
-/// xoshiro256**: the simulator's only source of randomness. No std:: distributions are used
+/// The simulator's only source of randomness: the core's xoshiro256** (protocol/prng.hpp)
+/// with streams and the distributions a network model needs. No std:: distributions are used
 /// anywhere, because their output differs between standard library versions; a seed must
 /// replay the same run on every machine.
 class Prng {
@@ -27,7 +29,7 @@ class Prng {
   /// `stream` separates independent sequences drawn from one run seed.
   explicit Prng(std::uint64_t seed, std::uint64_t stream = 0);
 
-  std::uint64_t next_u64();
+  std::uint64_t next_u64() { return generator_.next(); }
   /// Uniform in [0, bound); bound 0 gives 0. Unbiased (rejection sampling).
   std::uint64_t below(std::uint64_t bound);
   /// Uniform in [low, high] (inclusive).
@@ -42,7 +44,7 @@ class Prng {
   Time time_between(Time low, Time high);
 
  private:
-  std::uint64_t state_[4];
+  protocol::Prng generator_;
 };
 
 /// How packets behave between two reachable nodes. Latency is one-way:
@@ -55,7 +57,20 @@ struct LinkConfig {
   double duplicate_probability = 0.0;
   double reorder_probability = 0.0;
   Time reorder_max_delay{std::chrono::milliseconds(20)};
+  /// A packet to an endpoint where no process listens waits in the sender's queue, as with
+  /// the runtime's ZeroMQ DEALER: it retries `reconnect_initial` after the first attempt,
+  /// doubling up to `reconnect_max`, and holds at most `queue_limit` packets (the transport's
+  /// defaults: reconnect_ivl 100 ms, reconnect_ivl_max 5 s, sndhwm 1000).
+  Time reconnect_initial{std::chrono::milliseconds(100)};
+  Time reconnect_max{std::chrono::seconds(5)};
+  std::uint32_t queue_limit = 1000;
 };
+
+/// When a sender that first found its destination not listening at `since` connects, given
+/// that the destination listens from `up` (>= since): the first of its reconnect attempts
+/// (at since, then after 100, 200, 400 ... ms, capped at reconnect_max) at or after `up`.
+/// ZeroMQ adds up to one reconnect_initial of random jitter to each wait; the model does not.
+Time reconnect_time(const LinkConfig& link, Time since, Time up);
 
 /// A partition: nodes whose `side` differ cannot exchange packets while it is active
 /// ([from, until)). Side 0 and side 1 are two groups; an isolated node is alone on side 1.

@@ -101,6 +101,15 @@ struct Later {
   }
 };
 
+/// Packets one sender process queued for an endpoint where nothing listened (a DEALER waiting
+/// to connect): released when a process starts there, lost if the sender ended first.
+struct ParkedFlow {
+  std::uint32_t from_slot = 0;
+  std::uint64_t from_life = 0;
+  Time since{0};  ///< the first send that found no listener: the reconnect schedule's start
+  std::vector<std::shared_ptr<const Packet>> packets;
+};
+
 struct SlotState {
   NodeSpec spec;
   std::string endpoint;
@@ -113,6 +122,7 @@ struct SlotState {
   Time last_step_at{-1};
   std::uint32_t steps_at_same_time = 0;
   std::uint32_t steps_since_check = 0;
+  std::vector<ParkedFlow> parked;  ///< for this endpoint while no process runs here
 };
 
 struct Simulator::Impl {
@@ -221,6 +231,7 @@ struct Simulator::Impl {
     slot.key = MemberKey{slot.endpoint, slot.generation};
     slot.life = next_life++;
     life_crashed.push_back(0);
+    release_parked(index);
     CoreConfig config;
     Announcement& ann = config.self;
     ann.endpoint = slot.endpoint;
@@ -257,6 +268,47 @@ struct Simulator::Impl {
                  (slot.spec.seed_only ? " (dedicated seed)" : ""));
     slot.core->start(now);
     after_step(index);
+  }
+
+  /// The senders that queued packets for this endpoint connect at their next reconnect
+  /// attempt and deliver the queue in order; a sender that crashed or exited took its queue
+  /// with it.
+  void release_parked(std::uint32_t index) {
+    SlotState& slot = slots[index];
+    std::vector<ParkedFlow> flows = std::move(slot.parked);
+    slot.parked.clear();
+    for (const ParkedFlow& flow : flows) {
+      const SlotState& sender = slots[flow.from_slot];
+      if (life_crashed[flow.from_life] || sender.life != flow.from_life || !sender.core) {
+        stats.undeliverable += flow.packets.size();
+        continue;
+      }
+      const Time connected = reconnect_time(scenario.link, flow.since, now);
+      for (const auto& packet : flow.packets) {
+        ++stats.released_to_listener;
+        for (Time at : network.route(flow.from_slot, index, connected))
+          push({at, 0, EventKind::deliver, index, slot.life, packet});
+      }
+      if (tracing(1))
+        trace(1, "slot " + std::to_string(flow.from_slot) + " connects to slot " +
+                     std::to_string(index) + " at " + seconds_text(connected) + ": " +
+                     std::to_string(flow.packets.size()) + " queued packets");
+    }
+  }
+
+  /// Queues a packet for an endpoint where no process runs (see ParkedFlow).
+  void park(std::uint32_t to, std::shared_ptr<const Packet> packet) {
+    auto& flows = slots[to].parked;
+    auto flow = std::find_if(flows.begin(), flows.end(),
+                             [&](const ParkedFlow& f) { return f.from_life == packet->from_life; });
+    if (flow == flows.end())
+      flow = flows.insert(flows.end(), ParkedFlow{packet->from_slot, packet->from_life, now, {}});
+    if (flow->packets.size() >= scenario.link.queue_limit) {
+      ++stats.undeliverable;  // the transport's send fails at the high-water mark
+      return;
+    }
+    ++stats.queued_for_listener;
+    flow->packets.push_back(std::move(packet));
   }
 
   void stop_process(std::uint32_t index, bool crash) {
@@ -386,10 +438,14 @@ struct Simulator::Impl {
     }
     auto it = slot_of.find(out.to);
     if (it == slot_of.end() || !slots[it->second].core) {
-      ++stats.undeliverable;
       if (tracing(2))
         trace(2, "slot " + std::to_string(from) + " -> " + out.to + " " +
-                     std::string(protocol::to_string(packet->type)) + " undeliverable");
+                     std::string(protocol::to_string(packet->type)) +
+                     (it == slot_of.end() ? " undeliverable" : " queued: nobody listens"));
+      if (it == slot_of.end())
+        ++stats.undeliverable;
+      else
+        park(it->second, std::move(packet));
       return;
     }
     const std::uint32_t to = it->second;

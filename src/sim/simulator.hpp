@@ -63,7 +63,13 @@ struct RunStats {
   double gossip_periods = 0;
   std::uint64_t steps = 0;  ///< start / on_message / on_tick calls
   std::uint64_t packets_delivered = 0;
-  std::uint64_t undeliverable = 0;  ///< to an unknown endpoint or a stopped process
+  /// Lost for want of a process: to an unknown endpoint, in flight to or from a process that
+  /// crashed or stopped, waiting for a listener when its sender ended, or past the queue limit.
+  std::uint64_t undeliverable = 0;
+  /// Sent to an endpoint where no process listened: queued by the sender until one starts
+  /// there (LinkConfig::reconnect_*), as ZeroMQ does; those that left the queue count as
+  /// released.
+  std::uint64_t queued_for_listener = 0, released_to_listener = 0;
   std::uint64_t dropped_by_loss = 0, dropped_by_partition = 0, duplicated = 0;
   std::uint64_t committed = 0, not_admitted = 0;
   /// Over member slots (not a dedicated seed): messages and bytes sent + received.

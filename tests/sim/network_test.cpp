@@ -103,5 +103,23 @@ TEST(Network, LatencyIsBasePlusJitter) {
   EXPECT_NEAR(sum / n, 300.0, 5.0);
 }
 
+TEST(Network, ReconnectAttemptsBackOffToTheCap) {
+  LinkConfig link;
+  link.reconnect_initial = std::chrono::milliseconds(100);
+  link.reconnect_max = std::chrono::seconds(5);
+  const Time since = std::chrono::seconds(1);
+  auto at = [&](int ms_after) {
+    return reconnect_time(link, since, since + std::chrono::milliseconds(ms_after));
+  };
+  using std::chrono::milliseconds;
+  EXPECT_EQ(at(0), since);                        // listening already: the first attempt
+  EXPECT_EQ(at(1), since + milliseconds(100));    // then 100 ms later
+  EXPECT_EQ(at(101), since + milliseconds(300));  // then 200 ms after that
+  EXPECT_EQ(at(301), since + milliseconds(700));
+  // 100 + 200 + ... + 3200 = 6300 ms, then every 5 s.
+  EXPECT_EQ(at(6301), since + milliseconds(11300));
+  EXPECT_EQ(at(11301), since + milliseconds(16300));
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::sim

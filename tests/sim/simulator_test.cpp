@@ -49,6 +49,46 @@ TEST(Simulator, CodecModesAgree) {
   EXPECT_EQ(full.stats.bytes_per_node.mean, sized.stats.bytes_per_node.mean);
 }
 
+// ZeroMQ queues what a node sends to an endpoint where nothing listens yet and delivers it
+// once the listener is up; the simulator does the same (docs/simulation.md, "processes").
+Scenario seed_starts_last(std::uint64_t seed) {
+  Scenario s = make_scenario("plain", 5, seed);
+  const std::size_t seed_slot = s.nodes.at(1).seeds.at(0);
+  s.nodes.at(seed_slot).start = std::chrono::seconds(3);  // the others start within 0.5 s
+  return s;
+}
+
+TEST(Simulator, PacketsToANodeNotYetListeningWaitForIt) {
+  const RunResult r = Simulator(seed_starts_last(1)).run();
+  ASSERT_TRUE(r.passed) << r.report();
+  EXPECT_EQ(r.stats.committed, 5u);
+  EXPECT_GE(r.stats.queued_for_listener, 4u);  // at least every joiner's first Join
+  EXPECT_EQ(r.stats.released_to_listener, r.stats.queued_for_listener);
+}
+
+TEST(Simulator, QueueLimitDropsWhatTheSenderCannotHold) {
+  Scenario s = seed_starts_last(1);
+  s.link.queue_limit = 0;
+  const RunResult r = Simulator(s).run();
+  ASSERT_TRUE(r.passed) << r.report();  // the joiners retry with backoff
+  EXPECT_EQ(r.stats.queued_for_listener, 0u);
+  EXPECT_GE(r.stats.undeliverable, 4u);
+}
+
+TEST(Simulator, AQueueDiesWithItsSender) {
+  Scenario s = seed_starts_last(1);
+  s.min_nodes = 4;
+  CrashSpec crash;
+  crash.slot = 4;
+  crash.delay = std::chrono::seconds(1);  // after its Join was queued, before the seed is up
+  s.crashes.push_back(crash);
+  const RunResult r = Simulator(s).run();
+  ASSERT_TRUE(r.passed) << r.report();
+  EXPECT_EQ(r.stats.committed, 4u);
+  EXPECT_LT(r.stats.released_to_listener, r.stats.queued_for_listener);
+  EXPECT_GE(r.stats.undeliverable, r.stats.queued_for_listener - r.stats.released_to_listener);
+}
+
 TEST(Scenarios, Plain) {
   expect_seeds_pass("plain", 10, 1, 5);
 }
@@ -85,8 +125,19 @@ TEST(Scenarios, WrongSuspicion) {
 TEST(Scenarios, DedicatedSeedKilledAfterBootstrap) {
   expect_seeds_pass("seed-killed", 10, 1, 5);
 }
+// The seed is a member here: killed in the round, it is a member crash. A run passes or
+// ends blocked with the documented limit ("Crash after others are ready", docs/protocol.md:
+// about one run in five of this scenario, 43 of seeds 1-200 at this commit); nothing else.
 TEST(Scenarios, SeedMemberKilledAfterBootstrap) {
-  expect_seeds_pass("seed-member-killed", 10, 1, 5);
+  int blocked = 0;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto run = run_isolated("seed-member-killed", 10, seed);
+    if (run.passed()) continue;
+    EXPECT_EQ(run.status, testing::IsolatedRun::Status::failed) << run.report;
+    EXPECT_EQ(run.worst, FailureKind::liveness) << run.report;
+    ++blocked;
+  }
+  EXPECT_LE(blocked, 3);  // seeds 1-10 block 2 times (seeds 2 and 10)
 }
 TEST(Scenarios, MinAtMostHalfMaxSplit) {
   expect_seeds_pass("split", 10, 2, 6);
