@@ -613,6 +613,11 @@ struct Core::Impl {
 
   void step_agreement(Time now) {
     if (config.seed_only || config_fatal) return;
+    // Given a seed that is not ourselves, we agree only once we have heard from our run:
+    // alone we would commit a view of one (with MIN 1) before learning that the seed belongs
+    // to another run or already holds the members. A member among several seeds may start a
+    // round alone, as the only seed does.
+    if (!joined && !listed_seed) return;
     if (agreement.step(now, table)) dirty = true;
     if (agreement.committed() && !commit_reported) report_commit(now);
     if (agreement.not_admitted() && !not_admitted_reported) report_not_admitted();

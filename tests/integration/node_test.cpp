@@ -343,6 +343,19 @@ TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
   EXPECT_NE(message.find("--run-id"), std::string::npos) << message;
 }
 
+// A node of one (--nnodes 1) given another run's seed used to commit alone before the
+// refusal arrived, and exit 0: it now agrees only once it has heard from its own run.
+TEST(NodeFailure, SingleNodeGivenAnotherRunsSeedIsRefusedNotCommittedAlone) {
+  auto member = start_seed_node(2, "alpha");
+  Config config = local_config(1, member->endpoint());
+  config.run_id = "another-job";
+  Node stranger(config);
+  stranger.start();
+  std::string message;
+  EXPECT_EQ(code_of([&] { stranger.wait(); }, &message), ErrorCode::run_id_mismatch);
+  EXPECT_NE(message.find("another-job"), std::string::npos) << message;
+}
+
 TEST(NodeFailure, ClosedSeedPortGivesSeedUnreachableNothingListens) {
   const std::uint16_t closed = free_port();
   Config config = local_config(2, loopback(closed));
