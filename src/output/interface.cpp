@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstring>
 #include <memory>
+#include <set>
 
 namespace gossip_rdzv::output {
 namespace {
@@ -51,18 +53,30 @@ bool matches(const ParsedAddress& want, const ifaddrs& entry) {
   return want.zone.empty() || want.zone == entry.ifa_name;
 }
 
+/// The one walk over the interface table: calls `visit` for each entry that has an address
+/// until it returns true. False when the table cannot be read.
+template <typename Visit>
+bool walk_addresses(Visit visit) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr != nullptr && visit(*entry)) break;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::string> interface_for_address(const std::string& ip) {
   const std::optional<ParsedAddress> want = parse(ip);
   if (!want) return std::nullopt;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return std::nullopt;
-  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
-  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    if (matches(*want, *entry)) return std::string(entry->ifa_name);
-  }
-  return std::nullopt;
+  std::optional<std::string> found;
+  walk_addresses([&](const ifaddrs& entry) {
+    if (matches(*want, entry)) found = entry.ifa_name;
+    return found.has_value();
+  });
+  return found;
 }
 
 bool is_local_address(const std::string& ip) {
@@ -70,14 +84,12 @@ bool is_local_address(const std::string& ip) {
 }
 
 std::optional<std::string> address_of_interface(const std::string& name, bool ipv6) {
-  ifaddrs* list = nullptr;
-  if (name.empty() || getifaddrs(&list) != 0) return std::nullopt;
-  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
+  if (name.empty()) return std::nullopt;
   std::optional<std::string> v4;
   std::optional<std::string> v6;
-  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    const sockaddr* sa = entry->ifa_addr;
-    if (sa == nullptr || name != entry->ifa_name) continue;
+  walk_addresses([&](const ifaddrs& entry) {
+    const sockaddr* sa = entry.ifa_addr;
+    if (name != entry.ifa_name) return false;
     char text[INET6_ADDRSTRLEN] = {};
     if (sa->sa_family == AF_INET && !v4) {
       const auto* a = reinterpret_cast<const sockaddr_in*>(sa);
@@ -85,12 +97,31 @@ std::optional<std::string> address_of_interface(const std::string& name, bool ip
     } else if (sa->sa_family == AF_INET6 && !v6) {
       const auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
       // Link-local addresses need a zone that peers cannot use.
-      if (IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr)) continue;
-      if (inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text) != nullptr) v6 = text;
+      if (!IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr) &&
+          inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text) != nullptr)
+        v6 = text;
     }
-  }
+    return false;
+  });
   if (ipv6 && v6) return v6;
   return v4 ? v4 : v6;
+}
+
+std::vector<std::string> local_addresses() {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  walk_addresses([&](const ifaddrs& entry) {
+    const sockaddr* address = entry.ifa_addr;
+    if (address->sa_family != AF_INET && address->sa_family != AF_INET6) return false;
+    const socklen_t length =
+        address->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    char text[NI_MAXHOST];
+    if (getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0 &&
+        seen.insert(text).second)
+      out.emplace_back(text);
+    return false;
+  });
+  return out;
 }
 
 }  // namespace gossip_rdzv::output

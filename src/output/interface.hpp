@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gossip_rdzv::output {
 
@@ -22,5 +23,10 @@ bool is_local_address(const std::string& ip);
 /// it has no IPv4 address) its first global-scope IPv6 address. nullopt when there is no
 /// such interface or it has no usable address.
 std::optional<std::string> address_of_interface(const std::string& name, bool ipv6 = false);
+
+/// Every IPv4 and IPv6 address of this machine, numeric ("127.0.0.1", "fe80::1%eth0"), each
+/// once, in interface-table order: for error messages that list what a user may listen on.
+/// Empty when the table cannot be read.
+std::vector<std::string> local_addresses();
 
 }  // namespace gossip_rdzv::output

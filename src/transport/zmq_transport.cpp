@@ -1,16 +1,14 @@
 #include "transport/zmq_transport.hpp"
 
-#include <ifaddrs.h>
-#include <netdb.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <memory>
-#include <set>
 
 #include "gossip_rdzv/error.hpp"
+#include "output/interface.hpp"
 #include "transport/port_holder.hpp"
 
 namespace gossip_rdzv::transport {
@@ -34,25 +32,6 @@ std::string host_port(const std::string& host, std::uint16_t port) {
   return bracketed(host) + ":" + std::to_string(port);
 }
 
-std::vector<std::string> local_addresses() {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return {};
-  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, freeifaddrs);
-  std::set<std::string> seen;
-  std::vector<std::string> out;
-  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    const sockaddr* address = entry->ifa_addr;
-    if (address == nullptr || (address->sa_family != AF_INET && address->sa_family != AF_INET6))
-      continue;
-    const socklen_t length =
-        address->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    char text[NI_MAXHOST];
-    if (getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) continue;
-    if (seen.insert(text).second) out.emplace_back(text);
-  }
-  return out;
-}
-
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -70,13 +49,13 @@ Error listen_error(const std::string& host, std::uint16_t port, const zmq::error
       return Error(ErrorCode::listen_failed,
                    prefix + "address " + host +
                        " is not an address of this machine; use --listen :PORT or one of: " +
-                       joined(local_addresses()));
+                       joined(output::local_addresses()));
     case ENODEV:
       return Error(ErrorCode::listen_failed,
                    prefix + "'" + host +
                        "' is neither an address nor an interface of this machine; use "
                        "--listen :PORT or one of: " +
-                       joined(local_addresses()));
+                       joined(output::local_addresses()));
     case EACCES:
       return Error(ErrorCode::listen_failed,
                    prefix +

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <algorithm>
 
 #include <optional>
 #include <string>
@@ -76,6 +78,16 @@ TEST(Interface, EveryLocalIpv4AddressIsFound) {
   }
   freeifaddrs(list);
   EXPECT_GE(checked, 1);  // at least lo
+}
+
+TEST(Interface, LocalAddressesListsLoopbackOnceAndOnlyLocalAddresses) {
+  const std::vector<std::string> all = output::local_addresses();
+  EXPECT_EQ(std::count(all.begin(), all.end(), "127.0.0.1"), 1);
+  for (const auto& address : all) {
+    EXPECT_EQ(std::count(all.begin(), all.end(), address), 1) << address;
+    EXPECT_TRUE(output::is_local_address(address)) << address;
+  }
+  EXPECT_FALSE(std::find(all.begin(), all.end(), "192.0.2.1") != all.end());  // TEST-NET-1
 }
 
 }  // namespace
