@@ -27,8 +27,6 @@ import argparse
 import json
 import os
 import platform
-import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +35,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests" / "cluster"))
+from cluster import free_ports  # noqa: E402  (ports below the ephemeral range, free now)
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 
 # The torch side: one process of a c10d rendezvous. Prints a JSON line with its timings.
@@ -63,23 +63,6 @@ if index == 0:
         time.sleep(0.01)
 # No handler.shutdown(): it closes the rendezvous for every participant.
 """
-
-
-def free_ports(count: int) -> list[int]:
-    """Free loopback ports from below the ephemeral range (32768+ on Linux), so the many
-    connections between nodes, and the MASTER_PORT a node picks with bind(0), cannot take one
-    before its node binds it."""
-    ports: list[int] = []
-    for candidate in random.sample(range(20000, 29000), 9000):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-        ports.append(candidate)
-        if len(ports) == count:
-            return ports
-    raise RuntimeError(f"could not find {count} free loopback ports")
 
 
 def default_binary() -> str:

@@ -1,7 +1,8 @@
 """A harness that runs many real `gossip-rdzv` processes on loopback and checks what they wrote.
 
-Used by the cluster tests (tests/cluster), the end-to-end tests (tests/e2e) and the benchmark
-(bench/). Standard library only; run with /usr/bin/python3.
+Used by the cluster tests (tests/cluster), the end-to-end and store tests (tests/e2e,
+tests/store), the network-namespace lab (tests/netns: binary, wait_until) and the benchmarks
+(bench/: free_ports, the process harness). Standard library only; run with /usr/bin/python3.
 
 Every process is started with a log file for stdout and stderr, waited for with a deadline,
 and killed by `Cluster.close()` (call it from tearDown / a `with` block), so a hung node can
@@ -39,7 +40,7 @@ def binary() -> str:
     """The gossip-rdzv binary under test: $GOSSIP_RDZV_BIN (set by CTest), else build/."""
     path = os.environ.get("GOSSIP_RDZV_BIN")
     if not path:
-        for build in ("build", "build-e2e"):
+        for build in ("build", "build-e2e", "build-lead"):
             candidate = REPO / build / "tools" / "gossip-rdzv" / "gossip-rdzv"
             if candidate.exists():
                 path = str(candidate)
@@ -83,8 +84,8 @@ def free_ports(count: int) -> List[int]:
     raise RuntimeError(f"could not find {count} free loopback ports")
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.02,
-               what: str = "condition") -> None:
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str = "condition",
+               interval: float = 0.02) -> None:
     """Polls `predicate` until it holds; raises TimeoutError naming `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
     while True:

@@ -22,13 +22,15 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent / "cluster"))
+from cluster import binary, wait_until  # noqa: E402,F401  (re-exported to test_netns)
 NETNS_ETC = Path("/etc/netns")
 COMMAND_TIMEOUT = 20  # s: any single ip/nft command
 
@@ -43,20 +45,6 @@ def missing_requirements() -> Optional[str]:
     return None
 
 
-def binary() -> str:
-    """The gossip-rdzv binary under test: $GOSSIP_RDZV_BIN (set by CTest), else a build dir."""
-    path = os.environ.get("GOSSIP_RDZV_BIN")
-    if not path:
-        for build in ("build", "build-doctor"):
-            candidate = REPO / build / "tools" / "gossip-rdzv" / "gossip-rdzv"
-            if candidate.exists():
-                path = str(candidate)
-                break
-    if not path or not os.access(path, os.X_OK):
-        raise RuntimeError(f"gossip-rdzv binary not found ({path!r}); set GOSSIP_RDZV_BIN")
-    return path
-
-
 def run(args: Sequence[str], timeout: float = COMMAND_TIMEOUT, check: bool = True,
         input_text: Optional[str] = None) -> subprocess.CompletedProcess:
     result = subprocess.run(list(args), input=input_text, capture_output=True, text=True,
@@ -64,15 +52,6 @@ def run(args: Sequence[str], timeout: float = COMMAND_TIMEOUT, check: bool = Tru
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
     return result
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 class Process:
