@@ -1,19 +1,15 @@
-// gossip_rdzv::Node: checks the config, resolves seeds, binds the transport, fills the
-// core's config and turns the runtime's outcome into an Assignment or an Error that names
-// the cause and the fix.
+// gossip_rdzv::Node: checks the config, resolves seeds (seed_resolver.hpp), binds the
+// transport, fills the core's config and turns the runtime's outcome into an Assignment or
+// an Error that names the cause and the fix (failure_report.hpp).
 #include "gossip_rdzv/node.hpp"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
-#include <future>
-#include <iterator>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -21,17 +17,17 @@
 
 #include <spdlog/fmt/fmt.h>
 
-#include "output/interface.hpp"
 #include "protocol/codec.hpp"
 #include "protocol/core.hpp"
 #include "protocol/endpoint.hpp"
+#include "runtime/failure_report.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/seed_resolver.hpp"
 #include "store/store_codec.hpp"
 #include "store/store_service.hpp"
 #include "transport/file_descriptor.hpp"
 #include "transport/port_holder.hpp"
 #include "transport/socket_address.hpp"
-#include "transport/tcp_probe.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv {
@@ -46,12 +42,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using protocol::Endpoint;
 
-// The documented default gossip port (config.hpp): a seed given without ":PORT" uses it.
-constexpr std::uint16_t kDefaultPort = 29400;
-// One TCP connection attempt per silent seed when explaining a timeout. On a LAN, an
-// address with no host behind it fails with EHOSTUNREACH only after ARP gives up (~3 s):
-// a shorter probe would report that "no route" as a firewall dropping packets.
-constexpr milliseconds kSeedProbeTimeout{4000};
 // How often query_members repeats its question: the first may wait for the connection.
 constexpr milliseconds kQueryResendInterval{500};
 // The core's seen-by bitsets hold at most this many members (codec limit).
@@ -68,13 +58,31 @@ using transport::numeric_host;
 using transport::route_source;
 using transport::SocketAddress;
 
-bool is_wildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
-}
-
-std::string endpoint_text(const std::string& host, std::uint16_t port) {
-  return protocol::to_string(Endpoint{host, port, is_ipv6(host)});
-}
+// Seed resolution (seed_resolver.hpp) and the texts of failures (failure_report.hpp).
+using runtime::choose_advertise_host;
+using runtime::decisive_refusals;
+using runtime::endpoint_text;
+using runtime::explain_silent_seed;
+using runtime::explain_silent_seeds;
+using runtime::is_wildcard;
+using runtime::join_timeout_error;
+using runtime::not_admitted_error;
+using runtime::parse_seed;
+using runtime::progress_rows;
+using runtime::reachable_only_one_way;
+using runtime::refusal_error;
+using runtime::refused_by_every_seed;
+using runtime::resolve_host;
+using runtime::resolve_seeds;
+using runtime::seconds_text;
+using runtime::seed_list_text;
+using runtime::SeedAddress;
+using runtime::self_advertise_for;
+using runtime::sizes_text;
+using runtime::status_text;
+using runtime::told_unreachable_text;
+using runtime::unanswered_at;
+using runtime::without_self;
 
 /// Binds TCP `ip`:`port` (port 0: the OS picks) and returns the port, or the errno.
 std::variant<std::uint16_t, int> try_bind_tcp(const std::string& ip, std::uint16_t port) {
@@ -104,23 +112,7 @@ std::string local_hostname() {
   return name;
 }
 
-std::string seconds_text(milliseconds duration) {
-  const double seconds = static_cast<double>(duration.count()) / 1000.0;
-  return seconds < 10 ? fmt::format("{:.1f} s", seconds) : fmt::format("{:.0f} s", seconds);
-}
-
-std::string sizes_text(std::uint32_t min_nodes, std::uint32_t max_nodes) {
-  return min_nodes == max_nodes ? std::to_string(min_nodes)
-                                : std::to_string(min_nodes) + ":" + std::to_string(max_nodes);
-}
-
 // ---- configuration ---------------------------------------------------------------------------
-
-std::optional<Endpoint> parse_seed(const std::string& text, std::string* error) {
-  protocol::EndpointRules rules;
-  rules.default_port = kDefaultPort;
-  return protocol::parse_endpoint(text, error, rules);
-}
 
 void check_run_id(const std::string& run_id) {
   static const std::regex allowed("[A-Za-z0-9._-]{1,64}");
@@ -185,101 +177,6 @@ void validate(const Config& config) {
   }
 }
 
-// ---- seeds -------------------------------------------------------------------------------
-
-struct SeedAddress {
-  std::string text;      ///< as the user gave it ("node0:29400")
-  Endpoint given;        ///< parsed, host as given
-  std::string ip;        ///< the address it resolves to
-  std::string endpoint;  ///< numeric "ip:port", as handed to the core
-};
-
-/// The numeric address `host` resolves to, preferring the family we listen on (a name such
-/// as localhost can resolve to ::1 first while we only listen on IPv4).
-std::optional<std::string> resolve_host(const std::string& host, bool prefer_ipv6,
-                                        std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  if (status != 0) {
-    if (error) *error = ::gai_strerror(status);
-    return std::nullopt;
-  }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(raw, ::freeaddrinfo);
-  const int preferred = prefer_ipv6 ? AF_INET6 : AF_INET;
-  const addrinfo* chosen = list.get();
-  for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
-    if (a->ai_family == preferred) {
-      chosen = a;
-      break;
-    }
-  }
-  return numeric_host(chosen->ai_addr, chosen->ai_addrlen);
-}
-
-std::vector<SeedAddress> resolve_seeds(const Config& config, spdlog::logger& log) {
-  std::vector<SeedAddress> resolved;
-  std::string first_failure;
-  for (const auto& text : config.seeds) {
-    const Endpoint given = *parse_seed(text, nullptr);
-    std::string why;
-    const auto ip = resolve_host(given.host, is_ipv6(config.listen_host), &why);
-    if (!ip) {
-      log.warn("seed '{}' does not resolve ({}): skipping it", text, why);
-      if (first_failure.empty()) {
-        first_failure = "seed name '" + given.host + "' does not resolve (getaddrinfo: " + why +
-                        "): check the spelling, /etc/hosts or DNS";
-      }
-      continue;
-    }
-    resolved.push_back(SeedAddress{text, given, *ip, endpoint_text(*ip, given.port)});
-  }
-  if (resolved.empty() && !config.seeds.empty()) {
-    throw Error(ErrorCode::seed_unresolved, first_failure);
-  }
-  return resolved;
-}
-
-/// The address peers should dial: given, or the one we listen on, or the one the kernel
-/// uses toward the first seed.
-std::string choose_advertise_host(const Config& config, const std::vector<SeedAddress>& seeds,
-                                  spdlog::logger& log) {
-  if (!config.advertise_host.empty()) return config.advertise_host;
-  if (!is_wildcard(config.listen_host)) {
-    // ZeroMQ also binds to an interface name ("eth0"); peers need its address instead.
-    if (auto address = output::address_of_interface(config.listen_host, false)) return *address;
-    return config.listen_host;
-  }
-  const char* fallback_target = is_ipv6(config.listen_host) ? "2001:db8::1" : "192.0.2.1";
-  std::optional<std::string> chosen;
-  if (!seeds.empty()) chosen = route_source(seeds.front().ip);
-  // A seed *name* resolving to loopback on the seed machine itself (Debian maps the host
-  // name to 127.0.1.1) must not make it advertise loopback to the other machines.
-  if (chosen && is_loopback(*chosen) && !is_loopback(seeds.front().given.host) &&
-      seeds.front().given.host != "localhost") {
-    if (auto routed = route_source(fallback_target); routed && !is_loopback(*routed)) {
-      log.warn(
-          "seed '{}' resolves to loopback {} here; advertising {} instead (set "
-          "--advertise to override)",
-          seeds.front().text, seeds.front().ip, *routed);
-      chosen = routed;
-    }
-  }
-  if (!chosen) chosen = route_source(fallback_target);
-  return chosen.value_or("127.0.0.1");
-}
-
-/// The seeds minus this node itself: the same command runs on every node, seed included.
-std::vector<SeedAddress> without_self(std::vector<SeedAddress> seeds, std::uint16_t bound_port,
-                                      const std::string& advertise_host) {
-  std::erase_if(seeds, [&](const SeedAddress& seed) {
-    return seed.given.port == bound_port && (seed.ip == advertise_host || is_local_ip(seed.ip));
-  });
-  return seeds;
-}
-
 std::uint16_t choose_master_port(const Config& config, const std::string& advertise_host,
                                  spdlog::logger& log) {
   const std::string any = is_ipv6(advertise_host) ? "::" : "0.0.0.0";
@@ -295,257 +192,6 @@ std::uint16_t choose_master_port(const Config& config, const std::string& advert
       "cannot start their process group; stop that process or pick another --master-port",
       config.master_port, transport::describe_port_holder(config.master_port));
   return config.master_port;
-}
-
-// ---- diagnosis ---------------------------------------------------------------------------
-
-std::string explain_silent_seed(const std::string& host, std::uint16_t port) {
-  const std::string where = endpoint_text(host, port);
-  const auto probe = transport::probe_tcp(host, port, kSeedProbeTimeout);
-  switch (probe.outcome) {
-    case transport::ProbeOutcome::refused:
-      return "nothing listens on " + where + ": start the seed first or fix the port in --seed";
-    case transport::ProbeOutcome::timed_out:
-      return fmt::format(
-          "{} does not answer: a firewall may drop traffic to port {}; open it or check with "
-          "`nc -vz {} {}`",
-          where, port, host, port);
-    case transport::ProbeOutcome::unreachable:
-      return "no route to " + host + " (" + probe.detail + ")";
-    case transport::ProbeOutcome::connected:
-      return where +
-             " accepts connections but never answered as a gossip-rdzv seed: is it another "
-             "service, or a different --run-id/version?";
-    case transport::ProbeOutcome::unresolved:
-      return "seed name '" + host + "' does not resolve (" + probe.detail + ")";
-  }
-  return where + " did not answer";
-}
-
-/// One explanation per seed, probed in parallel so the report takes one probe timeout.
-std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds) {
-  std::vector<std::future<std::string>> probes;
-  for (const auto& seed : seeds) {
-    probes.push_back(std::async(std::launch::async, [&seed] {
-      return explain_silent_seed(seed.given.host, seed.given.port);
-    }));
-  }
-  std::string text;
-  for (auto& probe : probes) text += (text.empty() ? "" : "; ") + probe.get();
-  return text;
-}
-
-const char* status_text(protocol::MemberStatus status) {
-  switch (status) {
-    case protocol::MemberStatus::alive:
-      return "alive";
-    case protocol::MemberStatus::suspect:
-      return "suspect";
-    case protocol::MemberStatus::dead:
-      return "dead";
-  }
-  return "unknown";
-}
-
-std::string member_name(const protocol::Announcement& ann) {
-  return runtime::printable(ann.hostname) + " " + runtime::printable(ann.endpoint);
-}
-
-/// `subject` is who was refused: "this node", or "the query" for query_members.
-Error refusal_error(const protocol::PeerRefused& wire_refusal, const std::string& run_id,
-                    const std::string& subject = "this node") {
-  const std::string peer = runtime::printable(wire_refusal.peer);
-  const std::string detail = runtime::printable(wire_refusal.detail);
-  if (wire_refusal.reason == protocol::RefuseReason::run_id_mismatch) {
-    return Error(ErrorCode::run_id_mismatch,
-                 peer + " refused " + subject + ": " + detail +
-                     ". Use the same --run-id on every node of the job (" + subject + " has '" +
-                     run_id + "')");
-  }
-  const std::string what = wire_refusal.by_us ? peer + " speaks another protocol version: "
-                                              : peer + " refused " + subject + ": ";
-  return Error(ErrorCode::version_mismatch,
-               what + detail +
-                   fmt::format(". Run the same gossip-rdzv version on every node (this one "
-                               "speaks protocol version {})",
-                               protocol::kProtocolVersion));
-}
-
-/// A refusal that settles the question "will this seed ever let us in": it refused us, or it
-/// speaks a version we cannot read.
-bool is_decisive(const protocol::PeerRefused& refusal) {
-  return !refusal.by_us || refusal.reason == protocol::RefuseReason::version_mismatch;
-}
-
-std::vector<protocol::PeerRefused> decisive_refusals(const runtime::RuntimeState& state) {
-  std::vector<protocol::PeerRefused> out;
-  std::copy_if(state.refusals.begin(), state.refusals.end(), std::back_inserter(out), is_decisive);
-  return out;
-}
-
-/// Before joining we only talk to seeds, so once as many seeds have refused as we have,
-/// waiting longer cannot help.
-bool refused_by_every_seed(const runtime::RuntimeState& state, std::size_t seed_count) {
-  return !state.joined && seed_count > 0 && decisive_refusals(state).size() >= seed_count;
-}
-
-struct JoinReport {
-  std::vector<std::string> present;
-  std::vector<std::string> silent;
-};
-
-const protocol::UnreachablePeer* unanswered_at(const protocol::Snapshot& snapshot,
-                                               const std::string& endpoint) {
-  for (const auto& peer : snapshot.unreachable) {
-    if (peer.endpoint == endpoint) return &peer;
-  }
-  return nullptr;
-}
-
-/// It runs (it keeps sending) but does not answer at its advertised endpoint.
-bool reachable_only_one_way(const protocol::UnreachablePeer& peer) {
-  return peer.heard_meanwhile && peer.unanswered >= protocol::UnreachablePeer::kReportAfter;
-}
-
-JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time now) {
-  JoinReport report;
-  for (const auto& member : snapshot.members) {
-    if (member.status == protocol::MemberStatus::alive) {
-      report.present.push_back(member_name(member.ann));
-      continue;
-    }
-    std::string line = member_name(member.ann) + " (" + status_text(member.status) + ", ";
-    if (member.last_heard > protocol::Time::zero()) {
-      line += "last heard " +
-              seconds_text(std::chrono::duration_cast<milliseconds>(now - member.last_heard)) +
-              " ago";
-    } else {
-      line += "never heard directly";
-    }
-    if (const auto* peer = unanswered_at(snapshot, member.ann.endpoint)) {
-      line += fmt::format(", {} messages there unanswered", peer->unanswered);
-    }
-    if (!member.last_heard_via.empty()) {
-      line += ", last news via " + runtime::printable(member.last_heard_via);
-    }
-    report.silent.push_back(line + ")");
-  }
-  return report;
-}
-
-std::string join_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-/// "A", "A and B", "A, B and C".
-std::string and_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
-    out += items[i];
-  }
-  return out;
-}
-
-std::string sentence_case(std::string text) {
-  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-  return text;
-}
-
-/// What peers told this node about its own endpoint, or "" when nobody did.
-std::string told_unreachable_text(const runtime::RuntimeState& state, const std::string& self) {
-  if (state.unreachable_reports.empty()) return "";
-  std::vector<std::string> reporters;
-  for (const auto& report : state.unreachable_reports) {
-    reporters.push_back(runtime::printable(report.reporter));
-  }
-  return fmt::format("peers cannot reach this node at {}: {} got no answer there; {}", self,
-                     and_list(reporters), runtime::reachability_advice(self));
-}
-
-/// The members whose endpoint this node gets no answer from, or "".
-std::string unreachable_peers_text(const protocol::Snapshot& snapshot, protocol::Time now) {
-  std::vector<std::string> items;
-  for (const auto& peer : snapshot.unreachable) {
-    if (!reachable_only_one_way(peer)) continue;  // or it stopped: "Seen and then silent"
-    std::string name = runtime::printable(peer.endpoint);
-    for (const auto& member : snapshot.members) {
-      if (member.ann.endpoint == peer.endpoint) name = member_name(member.ann);
-    }
-    items.push_back(fmt::format(
-        "{} ({} messages unanswered over {} while it kept sending{})", name, peer.unanswered,
-        seconds_text(std::chrono::duration_cast<milliseconds>(now - peer.since)),
-        peer.told ? "; it was told" : ""));
-  }
-  if (items.empty()) return "";
-  return "This node gets no answer at the advertised address of " + join_list(items) +
-         ": their address does not work from here (wrong --advertise, or a firewall drops "
-         "inbound traffic to their gossip port)";
-}
-
-Error join_timeout_error(const Config& config, const protocol::Snapshot& snapshot,
-                         protocol::Time now, const std::string& told) {
-  const JoinReport report = classify_members(snapshot, now);
-  const auto present = static_cast<std::uint32_t>(report.present.size());
-  std::string text = fmt::format(
-      "timed out after {}: {} of {} nodes joined ({})", seconds_text(config.join_timeout), present,
-      sizes_text(config.min_nodes, config.max_nodes), join_list(report.present));
-  if (present < config.min_nodes) {
-    text += fmt::format("; {} still missing: start them with the same --seed and --run-id {}",
-                        config.min_nodes - present, config.run_id);
-  } else {
-    text +=
-        "; enough nodes are present but they did not agree on a view in time (see the log "
-        "with GOSSIP_RDZV_LOG=debug)";
-  }
-  if (!report.silent.empty()) text += ". Seen and then silent: " + join_list(report.silent);
-  if (const auto peers = unreachable_peers_text(snapshot, now); !peers.empty()) {
-    text += ". " + peers;
-  }
-  if (!told.empty()) text += ". " + sentence_case(told);
-  return Error(ErrorCode::join_timeout, text);
-}
-
-Error not_admitted_error(const Config& config, const protocol::NotAdmitted& event) {
-  if (event.previous_process_in_view) {
-    return Error(ErrorCode::not_admitted,
-                 fmt::format("round {} was agreed with this node's previous process (it "
-                             "restarted after the others agreed); restart the other nodes too "
-                             "so a new round forms",
-                             event.round));
-  }
-  return Error(ErrorCode::not_admitted,
-               fmt::format("this node was not admitted: the round closed with {} nodes "
-                           "(--nnodes {}) without it, because more nodes were started with run "
-                           "id '{}' than the job takes. Start at most {} nodes, raise the MAX "
-                           "of --nnodes, or give this node another --run-id",
-                           event.view_size, sizes_text(config.min_nodes, config.max_nodes),
-                           config.run_id, config.max_nodes));
-}
-
-std::vector<MemberProgress> progress_rows(const protocol::Snapshot& snapshot, protocol::Time now) {
-  std::vector<MemberProgress> rows;
-  for (const auto& member : snapshot.members) {
-    MemberProgress row{member.ann.endpoint, member.ann.hostname, status_text(member.status), {}};
-    if (member.last_heard > protocol::Time::zero()) {
-      row.last_heard = std::chrono::duration_cast<milliseconds>(now - member.last_heard);
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-std::string seed_list_text(const std::vector<SeedAddress>& seeds) {
-  if (seeds.empty()) return "none (this node is the seed)";
-  std::vector<std::string> endpoints;
-  for (const auto& seed : seeds) endpoints.push_back(seed.endpoint);
-  return join_list(endpoints);
-}
-
-std::string self_advertise_for(const std::string& target_ip) {
-  return route_source(target_ip).value_or(is_ipv6(target_ip) ? "::1" : "127.0.0.1");
 }
 
 // ---- the store -------------------------------------------------------------------------------

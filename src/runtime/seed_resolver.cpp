@@ -1,0 +1,175 @@
+#include "runtime/seed_resolver.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <future>
+#include <memory>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "gossip_rdzv/error.hpp"
+#include "output/interface.hpp"
+#include "transport/socket_address.hpp"
+#include "transport/tcp_probe.hpp"
+
+namespace gossip_rdzv::runtime {
+namespace {
+
+using protocol::Endpoint;
+using transport::is_ipv6;
+using transport::is_local_ip;
+using transport::is_loopback;
+using transport::numeric_host;
+using transport::route_source;
+
+// The documented default gossip port (config.hpp): a seed given without ":PORT" uses it.
+constexpr std::uint16_t kDefaultPort = 29400;
+// One TCP connection attempt per silent seed when explaining a timeout. On a LAN, an
+// address with no host behind it fails with EHOSTUNREACH only after ARP gives up (~3 s):
+// a shorter probe would report that "no route" as a firewall dropping packets.
+constexpr milliseconds kSeedProbeTimeout{4000};
+
+}  // namespace
+
+bool is_wildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+}
+
+std::string endpoint_text(const std::string& host, std::uint16_t port) {
+  return protocol::to_string(Endpoint{host, port, is_ipv6(host)});
+}
+
+std::optional<Endpoint> parse_seed(const std::string& text, std::string* error) {
+  protocol::EndpointRules rules;
+  rules.default_port = kDefaultPort;
+  return protocol::parse_endpoint(text, error, rules);
+}
+
+/// The numeric address `host` resolves to, preferring the family we listen on (a name such
+/// as localhost can resolve to ::1 first while we only listen on IPv4).
+std::optional<std::string> resolve_host(const std::string& host, bool prefer_ipv6,
+                                        std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* raw = nullptr;
+  const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &raw);
+  if (status != 0) {
+    if (error) *error = ::gai_strerror(status);
+    return std::nullopt;
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(raw, ::freeaddrinfo);
+  const int preferred = prefer_ipv6 ? AF_INET6 : AF_INET;
+  const addrinfo* chosen = list.get();
+  for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
+    if (a->ai_family == preferred) {
+      chosen = a;
+      break;
+    }
+  }
+  return numeric_host(chosen->ai_addr, chosen->ai_addrlen);
+}
+
+std::vector<SeedAddress> resolve_seeds(const Config& config, spdlog::logger& log) {
+  std::vector<SeedAddress> resolved;
+  std::string first_failure;
+  for (const auto& text : config.seeds) {
+    const Endpoint given = *parse_seed(text, nullptr);
+    std::string why;
+    const auto ip = resolve_host(given.host, is_ipv6(config.listen_host), &why);
+    if (!ip) {
+      log.warn("seed '{}' does not resolve ({}): skipping it", text, why);
+      if (first_failure.empty()) {
+        first_failure = "seed name '" + given.host + "' does not resolve (getaddrinfo: " + why +
+                        "): check the spelling, /etc/hosts or DNS";
+      }
+      continue;
+    }
+    resolved.push_back(SeedAddress{text, given, *ip, endpoint_text(*ip, given.port)});
+  }
+  if (resolved.empty() && !config.seeds.empty()) {
+    throw Error(ErrorCode::seed_unresolved, first_failure);
+  }
+  return resolved;
+}
+
+/// The address peers should dial: given, or the one we listen on, or the one the kernel
+/// uses toward the first seed.
+std::string choose_advertise_host(const Config& config, const std::vector<SeedAddress>& seeds,
+                                  spdlog::logger& log) {
+  if (!config.advertise_host.empty()) return config.advertise_host;
+  if (!is_wildcard(config.listen_host)) {
+    // ZeroMQ also binds to an interface name ("eth0"); peers need its address instead.
+    if (auto address = output::address_of_interface(config.listen_host, false)) return *address;
+    return config.listen_host;
+  }
+  const char* fallback_target = is_ipv6(config.listen_host) ? "2001:db8::1" : "192.0.2.1";
+  std::optional<std::string> chosen;
+  if (!seeds.empty()) chosen = route_source(seeds.front().ip);
+  // A seed *name* resolving to loopback on the seed machine itself (Debian maps the host
+  // name to 127.0.1.1) must not make it advertise loopback to the other machines.
+  if (chosen && is_loopback(*chosen) && !is_loopback(seeds.front().given.host) &&
+      seeds.front().given.host != "localhost") {
+    if (auto routed = route_source(fallback_target); routed && !is_loopback(*routed)) {
+      log.warn(
+          "seed '{}' resolves to loopback {} here; advertising {} instead (set "
+          "--advertise to override)",
+          seeds.front().text, seeds.front().ip, *routed);
+      chosen = routed;
+    }
+  }
+  if (!chosen) chosen = route_source(fallback_target);
+  return chosen.value_or("127.0.0.1");
+}
+
+/// The seeds minus this node itself: the same command runs on every node, seed included.
+std::vector<SeedAddress> without_self(std::vector<SeedAddress> seeds, std::uint16_t bound_port,
+                                      const std::string& advertise_host) {
+  std::erase_if(seeds, [&](const SeedAddress& seed) {
+    return seed.given.port == bound_port && (seed.ip == advertise_host || is_local_ip(seed.ip));
+  });
+  return seeds;
+}
+
+std::string self_advertise_for(const std::string& target_ip) {
+  return route_source(target_ip).value_or(is_ipv6(target_ip) ? "::1" : "127.0.0.1");
+}
+
+std::string explain_silent_seed(const std::string& host, std::uint16_t port) {
+  const std::string where = endpoint_text(host, port);
+  const auto probe = transport::probe_tcp(host, port, kSeedProbeTimeout);
+  switch (probe.outcome) {
+    case transport::ProbeOutcome::refused:
+      return "nothing listens on " + where + ": start the seed first or fix the port in --seed";
+    case transport::ProbeOutcome::timed_out:
+      return fmt::format(
+          "{} does not answer: a firewall may drop traffic to port {}; open it or check with "
+          "`nc -vz {} {}`",
+          where, port, host, port);
+    case transport::ProbeOutcome::unreachable:
+      return "no route to " + host + " (" + probe.detail + ")";
+    case transport::ProbeOutcome::connected:
+      return where +
+             " accepts connections but never answered as a gossip-rdzv seed: is it another "
+             "service, or a different --run-id/version?";
+    case transport::ProbeOutcome::unresolved:
+      return "seed name '" + host + "' does not resolve (" + probe.detail + ")";
+  }
+  return where + " did not answer";
+}
+
+/// One explanation per seed, probed in parallel so the report takes one probe timeout.
+std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds) {
+  std::vector<std::future<std::string>> probes;
+  for (const auto& seed : seeds) {
+    probes.push_back(std::async(std::launch::async, [&seed] {
+      return explain_silent_seed(seed.given.host, seed.given.port);
+    }));
+  }
+  std::string text;
+  for (auto& probe : probes) text += (text.empty() ? "" : "; ") + probe.get();
+  return text;
+}
+
+}  // namespace gossip_rdzv::runtime
