@@ -183,11 +183,20 @@ class Writer {
   explicit Writer(msgpack::packer<ByteSink>& packer) : packer_(packer) {}
 
   void begin(std::size_t fields) { packer_.pack_array(static_cast<std::uint32_t>(fields)); }
+  /// A body that gained trailing fields: written with all of them.
+  std::size_t begin(std::size_t, std::size_t most) {
+    begin(most);
+    return most;
+  }
   void field(std::string_view, const std::string& text) {
     packer_.pack_str(static_cast<std::uint32_t>(text.size()));
     packer_.pack_str_body(text.data(), static_cast<std::uint32_t>(text.size()));
   }
   void field(std::string_view, std::uint64_t number) { packer_.pack_uint64(number); }
+  void field(std::string_view, const std::vector<std::uint64_t>& numbers) {
+    packer_.pack_array(static_cast<std::uint32_t>(numbers.size()));
+    for (std::uint64_t number : numbers) packer_.pack_uint64(number);
+  }
   void field(std::string_view, std::uint32_t number) { packer_.pack_uint64(number); }
   void field(std::string_view, std::uint16_t number) { packer_.pack_uint64(number); }
   void field(std::string_view, std::int32_t number) { packer_.pack_int64(number); }
@@ -227,8 +236,29 @@ class Reader {
            "expected " + std::to_string(fields) + " fields, got " +
                std::to_string(value_.via.array.size));
   }
+  /// A body that gained trailing fields: accepts `least` to `most` of them and returns how
+  /// many came (the layout reads only those).
+  std::size_t begin(std::size_t least, std::size_t most) {
+    expect_type(value_, msgpack::type::ARRAY, path_);
+    const std::size_t count = value_.via.array.size;
+    if (count >= least && count <= most) return count;
+    reject(Kind::malformed, path_,
+           "expected " + std::to_string(least) + " to " + std::to_string(most) + " fields, got " +
+               std::to_string(count));
+    return 0;
+  }
   void field(std::string_view name, std::string& text) {
     text = read_string(next(), Path(&path_, name));
+  }
+  void field(std::string_view name, std::vector<std::uint64_t>& numbers) {
+    const Path path(&path_, name);
+    const msgpack::object& list = next();
+    expect_type(list, msgpack::type::ARRAY, path);
+    numbers.clear();
+    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
+      numbers.push_back(read_unsigned(list.via.array.ptr[i],
+                                      std::numeric_limits<std::uint64_t>::max(), Path(&path, i)));
+    }
   }
   void field(std::string_view name, std::uint64_t& number) {
     number = read_unsigned(next(), std::numeric_limits<std::uint64_t>::max(), Path(&path_, name));
@@ -438,9 +468,19 @@ void layout(Io& io, In<Query, Io>&) {
 
 template <class Io>
 void layout(Io& io, In<QueryReply, Io>& m) {
-  io.begin(2);
+  // last_heard_ms came after the first release of protocol version 1: a reply without it is
+  // still read.
+  const std::size_t fields = io.begin(2, 3);
   io.field("members", m.members);
   io.field("views", m.views);
+  if (fields < 3) return;
+  io.field("last_heard_ms", m.last_heard_ms);
+  if constexpr (!Io::kWriting) {
+    if (!m.last_heard_ms.empty() && m.last_heard_ms.size() != m.members.size())
+      reject(Kind::malformed, Path(&io.path(), "last_heard_ms"),
+             std::to_string(m.last_heard_ms.size()) + " entries for " +
+                 std::to_string(m.members.size()) + " members");
+  }
 }
 
 template <class Io>

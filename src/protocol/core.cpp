@@ -363,11 +363,21 @@ struct Core::Impl {
       send(env.sender, std::move(reply));
     }
   }
-  void handle(Time, const Envelope& env, const Query&) {
+  void handle(Time now, const Envelope& env, const Query&) {
+    std::vector<const Member*> rows;
+    for (const auto& row : table.rows()) rows.push_back(&row);
+    std::sort(rows.begin(), rows.end(),
+              [](const auto* a, const auto* b) { return a->ann->endpoint < b->ann->endpoint; });
     QueryReply reply;
-    reply.members = full_state();
-    std::sort(reply.members.begin(), reply.members.end(),
-              [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });
+    for (const auto* row : rows) {
+      reply.members.push_back(table.record(*row));
+      const bool heard = row->last_heard > Time::zero() && row->last_heard <= now;
+      reply.last_heard_ms.push_back(
+          heard ? static_cast<std::uint64_t>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now - row->last_heard)
+                          .count())
+                : QueryReply::kNeverHeard);
+    }
     reply.views = views(env.sender);
     send(env.sender, std::move(reply));
   }

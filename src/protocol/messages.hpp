@@ -112,8 +112,14 @@ struct Query {
   bool operator==(const Query&) const = default;
 };
 struct QueryReply {
+  /// last_heard_ms entry of a member the replying node never heard from directly (or itself).
+  static constexpr std::uint64_t kNeverHeard = UINT64_MAX;
+
   std::vector<MemberRecord> members;
   std::vector<ViewClaim> views;
+  /// By index of `members`: how long before the reply the replying node last heard from that
+  /// member itself, in ms, or kNeverHeard. Empty from a node that predates the field.
+  std::vector<std::uint64_t> last_heard_ms;
 
   bool operator==(const QueryReply&) const = default;
 };

@@ -465,9 +465,16 @@ std::optional<std::vector<MemberProgress>> answer_rows(const protocol::DecodeRes
   const auto* reply = std::get_if<protocol::QueryReply>(&envelope.body);
   if (!reply) return std::nullopt;
   std::vector<MemberProgress> rows;
-  for (const auto& record : reply->members) {
+  for (std::size_t i = 0; i < reply->members.size(); ++i) {
+    const auto& record = reply->members[i];
+    std::optional<milliseconds> last_heard;
+    if (i < reply->last_heard_ms.size() &&
+        reply->last_heard_ms[i] != protocol::QueryReply::kNeverHeard &&
+        reply->last_heard_ms[i] <= static_cast<std::uint64_t>(milliseconds::max().count())) {
+      last_heard = milliseconds(static_cast<milliseconds::rep>(reply->last_heard_ms[i]));
+    }
     rows.push_back(MemberProgress{record.ann.endpoint, record.ann.hostname,
-                                  status_text(record.status), std::nullopt});
+                                  status_text(record.status), last_heard});
   }
   return rows;
 }

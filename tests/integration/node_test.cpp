@@ -292,6 +292,14 @@ TEST(NodeRendezvous, QueryMembersListsTheMembers) {
   for (const auto& row : rows) {
     hostnames.insert(row.hostname);
     EXPECT_EQ(row.status, "alive");
+    // The asked node (alpha) heard beta itself, over real sockets, within the last seconds;
+    // itself it never "hears" (LAST_HEARD "-").
+    if (row.hostname == "beta") {
+      ASSERT_TRUE(row.last_heard.has_value());
+      EXPECT_LT(*row.last_heard, 10s);
+    } else {
+      EXPECT_FALSE(row.last_heard.has_value());
+    }
   }
   EXPECT_EQ(hostnames, (std::set<std::string>{"alpha", "beta"}));
 }

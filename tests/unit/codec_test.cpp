@@ -92,7 +92,8 @@ std::vector<Envelope> one_of_each_type() {
       envelope(PingReq{12345, "[fd00::1]:29400"}),
       envelope(Gossip{true, records(4), {view(3)}}),
       envelope(Query{}),
-      envelope(QueryReply{records(6), {view(9)}}),
+      envelope(
+          QueryReply{records(6), {view(9)}, {0, 1, 1500, 1ULL << 40, 7, QueryReply::kNeverHeard}}),
       envelope(Refuse{RefuseReason::run_id_mismatch, "run 'job42' here, 'job43' there"}),
       envelope(Unreachable{"[fd00::3]:29400", 1ULL << 35, 4}),
   };
@@ -122,7 +123,7 @@ bool same(const Query&, const Query&) {
   return true;
 }
 bool same(const QueryReply& a, const QueryReply& b) {
-  return a.members == b.members && a.views == b.views;
+  return a.members == b.members && a.views == b.views && a.last_heard_ms == b.last_heard_ms;
 }
 bool same(const Refuse& a, const Refuse& b) {
   return a.reason == b.reason && a.detail == b.detail;
@@ -263,6 +264,38 @@ TEST(Codec, TypeNewerThanTheDecoderIsRefusedNamingTheSender) {
                                          Kind::malformed);
   ASSERT_TRUE(error.header.has_value());
   EXPECT_NE(error.detail.find("unknown message type 11"), std::string::npos) << error.detail;
+}
+
+// QueryReply gained last_heard_ms after version 1 was first built: a 2-field reply from such
+// a node still reads (no timings); a list that does not match the members, or a fourth
+// field, is refused.
+TEST(Codec, QueryReplyWithoutLastHeardStillReads) {
+  const DecodeResult old = decode(raw_message(8, [](Packer& p) {
+    p.pack_array(2);  // members: [one record], views: []
+    p.pack_array(1);
+    p.pack_array(3);
+    pack_announcement(p);
+    p.pack_uint64(0);
+    p.pack_uint64(0);
+    p.pack_array(0);
+  }));
+  ASSERT_TRUE(old.ok()) << describe(old.error());
+  const auto& reply = std::get<QueryReply>(old.envelope().body);
+  ASSERT_EQ(reply.members.size(), 1u);
+  EXPECT_EQ(reply.members[0].ann.endpoint, "node1:29400");
+  EXPECT_TRUE(reply.last_heard_ms.empty());
+
+  QueryReply mismatched{records(2), {}, {5}};
+  const DecodeError error = expect_error(encode(envelope(mismatched)), Kind::malformed);
+  EXPECT_NE(error.detail.find("last_heard_ms"), std::string::npos) << error.detail;
+  EXPECT_NE(error.detail.find("1 entries for 2 members"), std::string::npos) << error.detail;
+
+  expect_error(raw_message(8,
+                           [](Packer& p) {
+                             p.pack_array(4);
+                             for (int i = 0; i < 4; ++i) p.pack_array(0);
+                           }),
+               Kind::malformed);
 }
 
 TEST(Codec, BitsetsTravelAsBinary) {

@@ -388,6 +388,38 @@ TEST(Core, ForgedClaimsCannotForceACommit) {
   EXPECT_EQ(net.find_event<NotAdmitted>(1), nullptr);
 }
 
+// `gossip-rdzv members` shows how long ago the asked node heard from each member itself.
+TEST(Core, QueryReplySaysHowLongAgoEachMemberWasHeard) {
+  MiniNet net(3, 3);  // two of three: they know each other and keep probing, nobody commits
+  net.add(1);
+  net.add(2);
+  ASSERT_TRUE(net.run([&] { return net.node(1)->snapshot().members.size() == 2; }));
+  net.run([] { return false; }, std::chrono::milliseconds(500));
+  const Time asked_at = net.now() + std::chrono::milliseconds(1);
+  Envelope query;
+  query.run_id = "run";
+  query.sender = "client:1";
+  query.body = Query{};
+  Core& node = *net.node(1);
+  node.on_message(asked_at, query);
+  std::optional<QueryReply> reply;
+  while (auto out = node.poll_send()) {
+    if (const auto* r = std::get_if<QueryReply>(&out->msg.body)) reply = *r;
+  }
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_EQ(reply->members.size(), 2u);
+  ASSERT_EQ(reply->last_heard_ms.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string& who = reply->members[i].ann.endpoint;
+    if (who == MiniNet::endpoint(1)) {
+      EXPECT_EQ(reply->last_heard_ms[i], QueryReply::kNeverHeard) << "itself";
+    } else {
+      // Node 2 probes node 1 and gossips to it: local timing probes every 200 ms.
+      EXPECT_LE(reply->last_heard_ms[i], 1000u) << who;
+    }
+  }
+}
+
 // ---- reachability: a node whose advertised endpoint does not work is told so -----------
 
 std::vector<UnreachableReported> reports_to(MiniNet& net, const std::string& name) {
