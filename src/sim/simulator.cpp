@@ -123,6 +123,7 @@ struct SlotState {
   std::uint32_t steps_at_same_time = 0;
   std::uint32_t steps_since_check = 0;
   std::vector<ParkedFlow> parked;  ///< for this endpoint while no process runs here
+  bool exited = false;  ///< its process ended with an outcome: no process will run here again
 };
 
 struct Simulator::Impl {
@@ -319,6 +320,7 @@ struct Simulator::Impl {
       life_crashed[slot.life] = 1;
     } else {
       checker.on_exit(key_of(slot), now);
+      slot.exited = true;  // (its queue was released when it started: nothing is parked)
     }
     if (!slot.spec.seed_only) --active_members;
     slot.core.reset();
@@ -441,9 +443,10 @@ struct Simulator::Impl {
       if (tracing(2))
         trace(2, "slot " + std::to_string(from) + " -> " + out.to + " " +
                      std::string(protocol::to_string(packet->type)) +
-                     (it == slot_of.end() ? " undeliverable" : " queued: nobody listens"));
-      if (it == slot_of.end())
-        ++stats.undeliverable;
+                     (it == slot_of.end() || slots[it->second].exited ? " undeliverable"
+                                                                      : " queued: nobody listens"));
+      if (it == slot_of.end() || slots[it->second].exited)
+        ++stats.undeliverable;  // a queue that would never drain: counted as lost at once
       else
         park(it->second, std::move(packet));
       return;
