@@ -50,7 +50,7 @@ TEST(Simulator, CodecModesAgree) {
 }
 
 // ZeroMQ queues what a node sends to an endpoint where nothing listens yet and delivers it
-// once the listener is up; the simulator does the same (docs/simulation.md, "processes").
+// once the listener is up; the simulator does the same (docs/simulation.md, "The model").
 Scenario seed_starts_last(std::uint64_t seed) {
   Scenario s = make_scenario("plain", 5, seed);
   const std::size_t seed_slot = s.nodes.at(1).seeds.at(0);
