@@ -385,8 +385,8 @@ TEST(DoctorScriptedTest, IPv4OnlyListenWithAnIPv6SeedFails) {
   // With an IPv4 seed too, join keeps 0.0.0.0, yet dials (and advertises toward) the first.
   ScriptedProbe probe;
   probe.routes["fd77::1"] = {"fd77::2", "eth0"};
-  auto report = gossip_rdzv::cli::run_doctor(
-      lan_options({"[fd77::1]:29400", "10.77.0.1:29400"}), probe);
+  auto report =
+      gossip_rdzv::cli::run_doctor(lan_options({"[fd77::1]:29400", "10.77.0.1:29400"}), probe);
   EXPECT_EQ(report.exit_code(), static_cast<int>(ErrorCode::listen_failed)) << dump(report);
   EXPECT_NE(dump(report).find("accepts IPv4 only"), std::string::npos) << dump(report);
   EXPECT_NE(dump(report).find("--listen [::]:29400"), std::string::npos) << dump(report);

@@ -36,7 +36,7 @@ struct CliOptions {
   /// join --serve-store (never with a worker command): after the outputs, keep serving the
   /// store until SIGINT/SIGTERM; the env output and files then carry GOSSIP_RDZV_STORE.
   bool serve_store = false;
-  std::string profile = "lan";              ///< --profile, already applied to config.timing
+  std::string profile = "lan";  ///< --profile, already applied to config.timing
   Verbosity verbosity;
   /// members: the node to ask, and how long to wait for it (doctor: per probe).
   std::string query_endpoint;

@@ -256,7 +256,8 @@ int run_seed(const CliOptions& options) {
               options.config.run_id.c_str());
   std::fflush(stdout);
   int signal = 0;
-  while (signal == 0 || signal == kWakeSignal) signal = wait_for_interrupt(std::chrono::seconds(3600));
+  while (signal == 0 || signal == kWakeSignal)
+    signal = wait_for_interrupt(std::chrono::seconds(3600));
   node.stop();
   if (!options.verbosity.quiet)
     std::fprintf(stderr, "gossip-rdzv: seed stopped (%s)\n", strsignal(signal));
