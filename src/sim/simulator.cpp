@@ -280,7 +280,7 @@ struct Simulator::Impl {
     slot.parked.clear();
     for (const ParkedFlow& flow : flows) {
       const SlotState& sender = slots[flow.from_slot];
-      if (life_crashed[flow.from_life] || sender.life != flow.from_life || !sender.core) {
+      if (sender.life != flow.from_life || !sender.core) {  // crashed, exited or restarted
         stats.undeliverable += flow.packets.size();
         continue;
       }
@@ -440,13 +440,15 @@ struct Simulator::Impl {
     }
     auto it = slot_of.find(out.to);
     if (it == slot_of.end() || !slots[it->second].core) {
+      // Nobody will ever listen there (unknown, or exited): a queue that would never drain
+      // is counted as lost at once.
+      const bool lost = it == slot_of.end() || slots[it->second].exited;
       if (tracing(2))
         trace(2, "slot " + std::to_string(from) + " -> " + out.to + " " +
                      std::string(protocol::to_string(packet->type)) +
-                     (it == slot_of.end() || slots[it->second].exited ? " undeliverable"
-                                                                      : " queued: nobody listens"));
-      if (it == slot_of.end() || slots[it->second].exited)
-        ++stats.undeliverable;  // a queue that would never drain: counted as lost at once
+                     (lost ? " undeliverable" : " queued: nobody listens"));
+      if (lost)
+        ++stats.undeliverable;
       else
         park(it->second, std::move(packet));
       return;

@@ -336,16 +336,31 @@ TEST(NodeRendezvous, SurvivesGarbageOnItsPort) {
 
 // ---- failures during the rendezvous ----------------------------------------------------------
 
-TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
+struct StrangerOutcome {
+  ErrorCode code{};
+  std::string message;
+  Clock::duration took{};
+};
+
+// A node of run "another-job" (--nnodes `nodes`) whose only seed is a member of "it-node".
+StrangerOutcome join_another_runs_seed(std::uint32_t nodes) {
   auto member = start_seed_node(2, "alpha");
-  Config config = local_config(2, member->endpoint());
+  Config config = local_config(nodes, member->endpoint());
   config.run_id = "another-job";
   Node stranger(config);
   stranger.start();
   const auto started = Clock::now();
-  std::string message;
-  EXPECT_EQ(code_of([&] { stranger.wait(); }, &message), ErrorCode::run_id_mismatch);
-  EXPECT_LT(Clock::now() - started, 5s) << "a refusal by the only seed should end the wait";
+  StrangerOutcome outcome;
+  outcome.code = code_of([&] { stranger.wait(); }, &outcome.message);
+  outcome.took = Clock::now() - started;
+  return outcome;
+}
+
+TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
+  const StrangerOutcome outcome = join_another_runs_seed(2);
+  const std::string& message = outcome.message;
+  EXPECT_EQ(outcome.code, ErrorCode::run_id_mismatch);
+  EXPECT_LT(outcome.took, 5s) << "a refusal by the only seed should end the wait";
   EXPECT_NE(message.find("another-job"), std::string::npos) << message;
   EXPECT_NE(message.find("it-node"), std::string::npos) << message;
   EXPECT_NE(message.find("--run-id"), std::string::npos) << message;
@@ -354,14 +369,9 @@ TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
 // A node of one (--nnodes 1) given another run's seed used to commit alone before the
 // refusal arrived, and exit 0: it now agrees only once it has heard from its own run.
 TEST(NodeFailure, SingleNodeGivenAnotherRunsSeedIsRefusedNotCommittedAlone) {
-  auto member = start_seed_node(2, "alpha");
-  Config config = local_config(1, member->endpoint());
-  config.run_id = "another-job";
-  Node stranger(config);
-  stranger.start();
-  std::string message;
-  EXPECT_EQ(code_of([&] { stranger.wait(); }, &message), ErrorCode::run_id_mismatch);
-  EXPECT_NE(message.find("another-job"), std::string::npos) << message;
+  const StrangerOutcome outcome = join_another_runs_seed(1);
+  EXPECT_EQ(outcome.code, ErrorCode::run_id_mismatch);
+  EXPECT_NE(outcome.message.find("another-job"), std::string::npos) << outcome.message;
 }
 
 TEST(NodeFailure, ClosedSeedPortGivesSeedUnreachableNothingListens) {
