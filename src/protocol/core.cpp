@@ -29,6 +29,18 @@ Time as_time(Duration d) {
   return std::chrono::duration_cast<Time>(d);
 }
 
+/// Up to `count` distinct entries of `from`, uniformly at random (a partial Fisher-Yates
+/// shuffle). All of them, in order and without drawing, when there are no more than `count`.
+std::vector<std::string> pick(Prng& prng, const std::vector<std::string>& from, std::size_t count) {
+  if (from.size() <= count) return from;
+  std::vector<std::string> pool = from;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::swap(pool[i], pool[i + prng.below(pool.size() - i)]);
+  }
+  pool.resize(count);
+  return pool;
+}
+
 }  // namespace
 
 struct Core::Impl {
@@ -40,8 +52,19 @@ struct Core::Impl {
                                   config.round, config.min_nodes, config.max_nodes,
                                   as_time(config.last_call), table.pool_handle()}) {
     // A member listed among the seeds meets every other seed (see tick_join).
+    std::vector<std::string> sorted_seeds = config.seeds;
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
-    if (!config.seed_only && listed_seed) unmet_seeds = config.seeds;
+    if (!config.seed_only && listed_seed) {
+      unmet_seeds = config.seeds;
+      // The collectors: the first gossip_fanout seeds in sorted order, the same on every
+      // node given the same seed list (see handle(Join)).
+      std::sort(sorted_seeds.begin(), sorted_seeds.end());
+      sorted_seeds.erase(std::unique(sorted_seeds.begin(), sorted_seeds.end()), sorted_seeds.end());
+      sorted_seeds.resize(std::min<std::size_t>(sorted_seeds.size(), config.timing.gossip_fanout));
+      for (const auto& seed : sorted_seeds) {
+        if (seed != config.self.endpoint) collectors.push_back(seed);
+      }
+    }
   }
 
   // ---- configuration-derived numbers ----------------------------------------------------
@@ -277,11 +300,13 @@ struct Core::Impl {
       // The other dedicated seeds introduce it to the members they know: joiners spread over
       // seeds that never talk to each other would otherwise form separate groups.
       tell_other_seeds({join.self});
-    } else if (listed_seed && !config.seeds.empty()) {
-      // Member seeds tell each other their joiners once per gossip period (forward_joiners),
-      // so each knows every joiner directly, as a single seed does: one of them completes
-      // its table (and proposes the view) right after the last join, instead of waiting for
-      // the slowest rumour's tail. One message per other seed per period, not per join.
+    } else if (!collectors.empty()) {
+      // Member seeds tell their joiners to the collector seeds once per gossip period
+      // (forward_joiners), so each collector knows every joiner directly, as a single seed
+      // does: it completes its table (and proposes the view) right after the last join,
+      // instead of waiting for the slowest rumour's tail. One message per collector per
+      // period, not per join; a seed that is no collector hears none of them, so no seed's
+      // work grows with the number of seeds beyond the collectors' one message per seed.
       if (joiners_to_forward.empty())
         next_forward_at = now + as_time(config.timing.gossip_interval);
       joiners_to_forward.push_back(join.self);
@@ -496,7 +521,10 @@ struct Core::Impl {
     join.self = self_record();
     if (joined) {
       if (!meeting_seeds()) return;
-      for (const auto& seed : unmet_seeds) send(seed, join);
+      // A few of them per attempt: their rows also arrive by gossip, and joining every other
+      // seed at once would cost each seed work that grows with the number of seeds.
+      for (const auto& seed : pick(prng, unmet_seeds, config.timing.gossip_fanout))
+        send(seed, join);
     } else {
       send(config.seeds[(first_seed + join_attempts) % config.seeds.size()], std::move(join));
     }
@@ -552,17 +580,22 @@ struct Core::Impl {
     send(targets.front(), std::move(ping));
   }
 
-  void tell_other_seeds(const std::vector<MemberRecord>& joiners) {
-    for (const auto& other : config.seeds) {
+  void tell_seeds(const std::vector<std::string>& seeds, const std::vector<MemberRecord>& joiners) {
+    for (const auto& other : seeds) {
       Gossip gossip;
       gossip.updates = joiners;
       send(other, std::move(gossip));
     }
   }
+  /// Dedicated seeds tell every other seed: they are not members and never gossip, so a
+  /// joiner would otherwise never reach the members that only another dedicated seed knows.
+  void tell_other_seeds(const std::vector<MemberRecord>& joiners) {
+    tell_seeds(config.seeds, joiners);
+  }
 
   void forward_joiners(Time now) {
     if (joiners_to_forward.empty() || now < next_forward_at) return;
-    tell_other_seeds(joiners_to_forward);
+    tell_seeds(collectors, joiners_to_forward);
     joiners_to_forward.clear();
   }
 
@@ -718,9 +751,10 @@ struct Core::Impl {
   bool asked_for_announcements = false;
   bool pushed_full_commit = false;
   std::uint64_t join_attempts = 0;
-  std::size_t first_seed = 0;  ///< random: with several seeds, the joins spread over them
-  bool listed_seed = false;    ///< our own endpoint is in the seed list
-  std::vector<MemberRecord> joiners_to_forward;  ///< to the other seeds (we are a member seed)
+  std::size_t first_seed = 0;           ///< random: with several seeds, the joins spread over them
+  bool listed_seed = false;             ///< our own endpoint is in the seed list
+  std::vector<std::string> collectors;  ///< the seeds our joiners go to (we are a member seed)
+  std::vector<MemberRecord> joiners_to_forward;  ///< to the collectors
   Time next_forward_at{0};
   std::vector<std::string> unmet_seeds;  ///< other seeds not yet in our table (we are a seed)
   Time join_backoff{0};

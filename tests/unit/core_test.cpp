@@ -50,6 +50,27 @@ std::vector<int> range(int from, int to) {
   return ids;
 }
 
+// For tests that drive one core by hand: what MiniNet's node i announces, with --nnodes
+// `nodes`, and a message from node i.
+Announcement announcement(int i, std::uint32_t nodes) {
+  Announcement a;
+  a.endpoint = MiniNet::endpoint(i);
+  a.node_id = 1000 + static_cast<std::uint64_t>(i);
+  a.generation = 1;
+  a.host = "10.0.0." + std::to_string(i);
+  a.hostname = "node" + std::to_string(i);
+  a.min_nodes = a.max_nodes = nodes;
+  return a;
+}
+Envelope envelope_from(int i, Body body) {
+  Envelope env;
+  env.run_id = "run";
+  env.sender = MiniNet::endpoint(i);
+  env.sender_generation = 1;
+  env.body = std::move(body);
+  return env;
+}
+
 TEST(Core, SingleNodeThatIsItsOwnSeedCommitsAlone) {
   MiniNet net(1, 1);
   net.add(1);
@@ -543,16 +564,7 @@ TEST(Core, NoticeFromAPeerIsOnlyAnEvent) {
 // A node whose table lacks members that a peer's view names pulls that peer's table at once
 // (rate-limited) instead of waiting for the periodic push-pull.
 TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
-  auto announcement = [](int i) {
-    Announcement a;
-    a.endpoint = MiniNet::endpoint(i);
-    a.node_id = 1000 + static_cast<std::uint64_t>(i);
-    a.generation = 1;
-    a.host = "10.0.0." + std::to_string(i);
-    a.hostname = "node" + std::to_string(i);
-    a.min_nodes = a.max_nodes = 3;
-    return a;
-  };
+  auto announcement = [](int i) { return gossip_rdzv::protocol::announcement(i, 3); };
   CoreConfig config;
   config.self = announcement(1);
   config.run_id = "run";
@@ -560,14 +572,7 @@ TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
   config.min_nodes = config.max_nodes = 3;
   Core core(config);
   core.start(Time{0});
-  auto envelope = [](Body body) {
-    Envelope env;
-    env.run_id = "run";
-    env.sender = MiniNet::endpoint(2);
-    env.sender_generation = 1;
-    env.body = std::move(body);
-    return env;
-  };
+  auto envelope = [](Body body) { return envelope_from(2, std::move(body)); };
   core.on_message(Time{100}, envelope(JoinReply{{MemberRecord{announcement(2), 0, {}}}, true}));
   while (core.poll_send()) {
   }
@@ -622,6 +627,94 @@ TEST(Core, PushPullSlowsDownAboveThirtyTwoMembers) {
   EXPECT_LT(small, 22.0);
   EXPECT_GT(large, 7.5);
   EXPECT_LT(large, 11.5);
+}
+
+// A member that is one of many seeds meets the other seeds a few at a time (gossip_fanout
+// per attempt), and forwards its joiners to the collectors, the first gossip_fanout seeds in
+// sorted order: no seed's work may grow with the number of seeds. With four seeds, every
+// seed but the last is a collector.
+TEST(Core, MemberSeedTalksToAFewOtherSeedsAtATime) {
+  // --nnodes 100: never full, so nothing else changes the traffic
+  auto announcement = [](int i) { return gossip_rdzv::protocol::announcement(i, 100); };
+  const auto envelope = envelope_from;
+  struct Case {
+    int seeds;
+    int self;
+  };
+  for (const auto [seeds, self] : {Case{4, 1}, Case{4, 4}, Case{12, 1}, Case{12, 5}}) {
+    SCOPED_TRACE(std::to_string(seeds) + " seeds, we are 10.0.0." + std::to_string(self));
+    CoreConfig config;
+    config.self = announcement(self);
+    config.run_id = "run";
+    config.min_nodes = config.max_nodes = 100;
+    config.timing = Timing::local();
+    for (int i = 1; i <= seeds; ++i) config.seeds.push_back(MiniNet::endpoint(i));
+    const std::size_t fanout = config.timing.gossip_fanout;
+    std::vector<std::string> sorted = config.seeds;
+    std::sort(sorted.begin(), sorted.end());  // "10.0.0.1", "10.0.0.10", "10.0.0.11", ...
+    std::multiset<std::string> collectors(sorted.begin(), sorted.begin() + fanout);
+    collectors.erase(MiniNet::endpoint(self));
+    Core core(config);
+    core.start(Time{0});
+    // Destinations of the messages of one kind sent to seeds since the last call.
+    auto to_seeds = [&](auto is_wanted) {
+      std::multiset<std::string> to;
+      while (auto out = core.poll_send()) {
+        const bool is_seed =
+            std::find(config.seeds.begin(), config.seeds.end(), out->to) != config.seeds.end();
+        if (is_seed && is_wanted(out->msg.body)) to.insert(out->to);
+      }
+      return to;
+    };
+    auto is_join = [](const Body& body) { return std::holds_alternative<Join>(body); };
+    EXPECT_EQ(to_seeds(is_join).size(), 1u);  // not joined yet: one seed at a time
+    const int first = self == 2 ? 3 : 2;
+    core.on_message(Time{1},
+                    envelope(first, JoinReply{{MemberRecord{announcement(first), 0, {}}}, true}));
+    to_seeds(is_join);
+    // The first attempt to meet the other seeds comes with the first join retry (20 ms
+    // +-20%), the next one no earlier than 32 ms after it.
+    std::multiset<std::string> met;
+    Time now{1};
+    while (now < Time{std::chrono::milliseconds(40)}) {
+      now = core.next_wakeup();
+      core.on_tick(now);
+      const auto joins = to_seeds(is_join);
+      met.insert(joins.begin(), joins.end());
+    }
+    const std::size_t unmet = static_cast<std::size_t>(seeds) - 2;  // not us, not `first`
+    EXPECT_EQ(met.size(), std::min(fanout, unmet));
+    EXPECT_EQ(std::set<std::string>(met.begin(), met.end()).size(), met.size());
+    EXPECT_EQ(met.count(MiniNet::endpoint(first)), 0u);
+    EXPECT_EQ(met.count(MiniNet::endpoint(self)), 0u);
+    // Three joiners arrive at once, off the gossip grid; one gossip interval later their
+    // rows go, in one message each, to every collector but us.
+    const Time arrival = now + Time{std::chrono::microseconds(3700)};
+    while (core.next_wakeup() < arrival) {
+      core.on_tick(core.next_wakeup());
+      to_seeds(is_join);
+    }
+    for (int j = 50; j < 53; ++j) {
+      core.on_message(arrival, envelope(j, Join{MemberRecord{announcement(j), 0, {}}}));
+    }
+    to_seeds(is_join);
+    const Time forward_at =
+        arrival + std::chrono::duration_cast<Time>(config.timing.gossip_interval);
+    while (core.next_wakeup() < forward_at) {
+      core.on_tick(core.next_wakeup());
+      to_seeds(is_join);
+    }
+    core.on_tick(forward_at);
+    const auto forwarded = to_seeds([](const Body& body) {
+      const auto* gossip = std::get_if<Gossip>(&body);
+      if (gossip == nullptr || gossip->want_reply || gossip->updates.size() != 3) return false;
+      std::set<std::string> joiners;
+      for (const auto& record : gossip->updates) joiners.insert(record.ann.endpoint);
+      return joiners == std::set<std::string>{MiniNet::endpoint(50), MiniNet::endpoint(51),
+                                              MiniNet::endpoint(52)};
+    });
+    EXPECT_EQ(forwarded, collectors);
+  }
 }
 
 TEST(Core, IsDeterministicForAGivenSeed) {
