@@ -13,7 +13,8 @@ using std::chrono::milliseconds;
 
 /// Protocol timing and fan-out. Defaults follow hashicorp/memberlist's LAN profile
 /// (probe 1 s, gossip 200 ms to 3 nodes); new information is also pushed at once, so these
-/// periods bound recovery from loss rather than the speed of a healthy rendezvous.
+/// periods bound recovery from loss rather than the speed of a healthy rendezvous. Node's
+/// constructor rejects (ErrorCode::usage) a period that is not positive and a zero fan-out.
 struct Timing {
   milliseconds gossip_interval{200};  ///< periodic push of recent updates to `gossip_fanout` peers
   std::uint32_t gossip_fanout = 3;    ///< peers per gossip push (periodic and immediate)

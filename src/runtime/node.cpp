@@ -13,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <regex>
+#include <utility>
 #include <variant>
 
 #include <spdlog/fmt/fmt.h>
@@ -168,10 +169,32 @@ void check_seeds(const Config& config) {
   }
 }
 
+// A zero period would make the core busy-loop; a zero fan-out would stop gossip and leave
+// member seeds that never meet each other (docs/protocol.md, "Several seeds").
+void check_timing(const Timing& timing) {
+  const std::pair<const char*, milliseconds> periods[] = {
+      {"gossip_interval", timing.gossip_interval},
+      {"probe_interval", timing.probe_interval},
+      {"probe_timeout", timing.probe_timeout},
+      {"push_pull_interval", timing.push_pull_interval},
+      {"join_backoff_initial", timing.join_backoff_initial},
+      {"join_backoff_max", timing.join_backoff_max}};
+  for (const auto& [name, period] : periods) {
+    if (period <= milliseconds::zero()) {
+      throw Error(ErrorCode::usage,
+                  fmt::format("Timing::{} must be positive, not {} ms", name, period.count()));
+    }
+  }
+  if (timing.gossip_fanout == 0) {
+    throw Error(ErrorCode::usage, "Timing::gossip_fanout must be at least 1");
+  }
+}
+
 void validate(const Config& config) {
   check_run_id(config.run_id);
   check_sizes(config);
   check_seeds(config);
+  check_timing(config.timing);
   if (config.join_timeout <= milliseconds::zero()) {
     throw Error(ErrorCode::usage, "join_timeout must be positive, e.g. --join-timeout 10m");
   }
@@ -237,6 +260,7 @@ class StoreSidecar : public runtime::Sidecar {
 struct Node::Impl {
   Config config;
   std::vector<SeedAddress> seeds;  ///< resolved, without this node: what the core dials
+  bool listed_as_seed = false;     ///< the seed list named this node
   std::unique_ptr<runtime::Runtime> runtime;
   std::string endpoint;
   Clock::time_point started_at;
@@ -270,6 +294,10 @@ protocol::CoreConfig Node::Impl::core_config(const std::string& advertise_host) 
   core.self.max_nodes = config.max_nodes;
   core.run_id = config.run_id;
   for (const auto& seed : seeds) core.seeds.push_back(seed.endpoint);
+  // The core must know it is one of the seeds: a member seed meets every other seed and
+  // hands its joiners to the collectors (docs/protocol.md, "Several seeds"). It removes its
+  // own endpoint again.
+  if (listed_as_seed) core.seeds.push_back(endpoint);
   core.min_nodes = config.min_nodes;
   core.max_nodes = config.max_nodes;
   core.timing = config.timing;
@@ -338,7 +366,9 @@ void Node::start() {
   const std::uint16_t port = transport->bound_port();
   const std::string advertise_host = choose_advertise_host(config, resolved, *log);
   impl_->endpoint = endpoint_text(advertise_host, port);
+  const std::size_t listed = resolved.size();
   impl_->seeds = without_self(std::move(resolved), port, advertise_host);
+  impl_->listed_as_seed = impl_->seeds.size() < listed;
   auto core_config = impl_->core_config(advertise_host);  // may throw: nothing runs yet
   log->info("listening as {} (run '{}', --nnodes {}), seeds: {}", impl_->endpoint, config.run_id,
             sizes_text(config.min_nodes, config.max_nodes), seed_list_text(impl_->seeds));

@@ -109,6 +109,9 @@ TEST(NodeConfig, RejectsEachBadFieldNamingIt) {
       {"empty run id", [](Config& c) { c.run_id = ""; }, "run_id"},
       {"bad run id", [](Config& c) { c.run_id = "job 42"; }, "job 42"},
       {"long run id", [](Config& c) { c.run_id = std::string(65, 'a'); }, "run_id"},
+      {"no gossip fanout", [](Config& c) { c.timing.gossip_fanout = 0; }, "gossip_fanout"},
+      {"zero gossip period", [](Config& c) { c.timing.gossip_interval = milliseconds(0); },
+       "gossip_interval"},
   };
   for (const auto& bad : cases) {
     Config config = local_config(4, "127.0.0.1:29400");
@@ -223,6 +226,57 @@ TEST(NodeRendezvous, FourNodesConvergeToIdenticalAssignments) {
   EXPECT_EQ(my_ranks.size(), 4u);
   for (auto& node : nodes) node->finish();
   for (auto& node : nodes) EXPECT_TRUE(node->try_assignment().has_value());
+}
+
+// A node whose seed list names itself and others, as when every node runs the same command
+// with --seed A,B,C: it is one of the seeds (docs/protocol.md, "Several seeds"). With
+// --nnodes 1 it is a cluster of one, as the only seed would be, whether or not B is up.
+TEST(NodeRendezvous, OneOfSeveralSeedsIsAClusterOfOneWithNnodesOne) {
+  Config config = seed_node_config(1, "alpha");
+  config.seeds.push_back(loopback(free_port()));  // nothing listens there
+  Node node(config);
+  node.start();
+  const Assignment assignment = node.wait();
+  EXPECT_EQ(assignment.nnodes(), 1u);
+  EXPECT_EQ(assignment.me().endpoint, node.endpoint());
+  node.finish();
+}
+
+// Three member seeds with real sockets, one of which lists only itself: alpha and beta list
+// {alpha, beta, gamma}, so gamma learns of them only through their Joins. Before they are
+// joined they try their seeds in turn, so this can pass even when joined seeds stop meeting
+// the others (4 of 4 runs did, before the runtime told the core that it is a seed); the
+// deterministic checks of that are Core.MemberSeedTalksToAFewOtherSeedsAtATime and
+// SimSweep.ManyMemberSeeds, and the test above shows the node knows it is a seed.
+TEST(NodeRendezvous, MemberSeedsMeetEveryListedSeed) {
+  const std::uint16_t ports[] = {free_port(), free_port(), free_port()};
+  const std::vector<std::string> all = {loopback(ports[0]), loopback(ports[1]), loopback(ports[2])};
+  auto seed_config = [&](int i, std::vector<std::string> seeds) {
+    Config config = local_config(3, seeds.front());
+    config.seeds = std::move(seeds);
+    config.listen_port = ports[i];
+    config.hostname = std::vector<std::string>{"alpha", "beta", "gamma"}[i];
+    return config;
+  };
+  std::vector<std::unique_ptr<Node>> nodes;
+  nodes.push_back(std::make_unique<Node>(seed_config(0, all)));
+  nodes.push_back(std::make_unique<Node>(seed_config(1, all)));
+  nodes.push_back(std::make_unique<Node>(seed_config(2, {all[2]})));
+  for (auto& node : nodes) node->start();
+  std::vector<std::future<Assignment>> waits;
+  for (auto& node : nodes) {
+    waits.push_back(std::async(std::launch::async, [&node] { return node->wait(); }));
+  }
+  std::vector<Assignment> assignments;
+  for (auto& wait : waits) assignments.push_back(wait.get());
+  for (std::size_t i = 0; i < assignments.size(); ++i) {
+    ASSERT_EQ(assignments[i].nnodes(), 3u);
+    EXPECT_EQ(assignments[i].me().endpoint, nodes[i]->endpoint());
+    for (std::uint32_t r = 0; r < 3; ++r) {
+      EXPECT_EQ(assignments[i].nodes[r].endpoint, assignments[0].nodes[r].endpoint);
+    }
+  }
+  for (auto& node : nodes) node->finish();
 }
 
 // A free port on ::1, or 0 when this machine has no IPv6 loopback.
