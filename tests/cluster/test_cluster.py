@@ -73,6 +73,17 @@ class SizesTest(ClusterTest):
         nodes = self.cluster.start_nodes(3, seed_index=2)
         self.converge(nodes)
 
+    def test_several_member_seeds(self):
+        """Eight nodes run the same command with `--seed A,B,C,D`: four of them are the seeds
+        and must meet each other (docs/protocol.md, "Several seeds")."""
+        ports = free_ports(8)
+        seeds = [f"127.0.0.1:{port}" for port in ports[:4]]
+        nodes = [self.cluster.add_node(seeds, "8", port=port, start=False) for port in ports]
+        for node in nodes:
+            self.cluster.start_node(node)
+        membership = self.converge(nodes)
+        self.assert_natural_order(nodes, membership)
+
 
 class MixedTest(ClusterTest):
     def test_mixed_nproc_per_node(self):
