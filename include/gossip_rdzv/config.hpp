@@ -23,7 +23,8 @@ struct Timing {
   milliseconds probe_timeout{500};    ///< SWIM: ack expected within this, else indirect probes
   std::uint32_t indirect_probes = 3;  ///< SWIM: members asked to probe on our behalf
   std::uint32_t suspicion_mult =
-      4;  ///< suspect -> dead after mult * log10(N+1) probe intervals (memberlist)
+      4;  ///< suspect -> dead after mult * max(1, ceil(log10 N)) probe intervals (memberlist),
+          ///< N the members known but at least --nnodes MIN
   milliseconds suspicion_min{2000};  ///< ... but never sooner than this
   milliseconds push_pull_interval{
       5000};  ///< full-state exchange with one random peer (anti-entropy)

@@ -278,6 +278,30 @@ TEST(Core, WronglySuspectedMemberComesBackAndAgreementHolds) {
   }
 }
 
+// The suspicion timeout grows with log10 of the cluster size, and the size is at least
+// --nnodes MIN: a node that knows few members yet (a late joiner) must not use the short
+// timeout of a small cluster, or at high loss it buries live members for everyone before
+// their refutation reaches it. Local timing: 4 x 200 ms x ceil(log10 100) = 1.6 s, where
+// three known members would give the 1 s floor.
+TEST(Core, SuspicionTimeoutAssumesAtLeastMinNodes) {
+  MiniNet net(100, 100);  // never full: nobody commits
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return net.node(1)->snapshot().members.size() == 3; }, 5s));
+  net.crash(3);
+  auto seen = [&](auto type) {
+    for (const auto& event : net.events(1)) {
+      const auto* e = std::get_if<decltype(type)>(&event);
+      if (e != nullptr && e->endpoint == MiniNet::endpoint(3)) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(net.run([&] { return seen(MemberSuspected{}); }, 10s));
+  const Time suspected = net.now();
+  ASSERT_TRUE(net.run([&] { return seen(MemberDead{}); }, 10s));
+  EXPECT_GE(net.now() - suspected, Time{std::chrono::milliseconds(1600)});
+  EXPECT_LT(net.now() - suspected, Time{std::chrono::milliseconds(1700)});
+}
+
 TEST(Core, SeedKilledAfterBootstrapDoesNotBlockTheOthers) {
   MiniNet net(4, 4);
   net.seed = MiniNet::endpoint(9);
