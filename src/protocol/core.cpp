@@ -52,12 +52,13 @@ struct Core::Impl {
                                   config.round, config.min_nodes, config.max_nodes,
                                   as_time(config.last_call), table.pool_handle()}) {
     // A member listed among the seeds meets every other seed (see tick_join).
-    std::vector<std::string> sorted_seeds = config.seeds;
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
     if (!config.seed_only && listed_seed) {
       unmet_seeds = config.seeds;
       // The collectors: the first gossip_fanout seeds in sorted order, the same on every
       // node given the same seed list (see handle(Join)).
+      std::vector<std::string> sorted_seeds = config.seeds;
+      sorted_seeds.push_back(config.self.endpoint);
       std::sort(sorted_seeds.begin(), sorted_seeds.end());
       sorted_seeds.erase(std::unique(sorted_seeds.begin(), sorted_seeds.end()), sorted_seeds.end());
       sorted_seeds.resize(std::min<std::size_t>(sorted_seeds.size(), config.timing.gossip_fanout));
@@ -301,9 +302,10 @@ struct Core::Impl {
     send(env.sender, std::move(reply));
     if (config.seed_only) {
       introduce(join.self);
-      // The other dedicated seeds introduce it to the members they know: joiners spread over
-      // seeds that never talk to each other would otherwise form separate groups.
-      tell_other_seeds({join.self});
+      // Every other seed introduces it to the members it knows: dedicated seeds are not
+      // members and never gossip, so joiners spread over seeds that never talk to each
+      // other would otherwise form separate groups.
+      tell_seeds(config.seeds, {join.self});
     } else if (!collectors.empty()) {
       // Member seeds tell their joiners to the collector seeds once per gossip period
       // (forward_joiners), so each collector knows every joiner directly, as a single seed
@@ -590,11 +592,6 @@ struct Core::Impl {
       gossip.updates = joiners;
       send(other, std::move(gossip));
     }
-  }
-  /// Dedicated seeds tell every other seed: they are not members and never gossip, so a
-  /// joiner would otherwise never reach the members that only another dedicated seed knows.
-  void tell_other_seeds(const std::vector<MemberRecord>& joiners) {
-    tell_seeds(config.seeds, joiners);
   }
 
   void forward_joiners(Time now) {
