@@ -182,11 +182,15 @@ void check_timing(const Timing& timing) {
   for (const auto& [name, period] : periods) {
     if (period <= milliseconds::zero()) {
       throw Error(ErrorCode::usage,
-                  fmt::format("Timing::{} must be positive, not {} ms", name, period.count()));
+                  fmt::format("Timing::{} must be positive, not {} ms: set it above zero, or "
+                              "start from Timing::lan(), local() or wan()",
+                              name, period.count()));
     }
   }
   if (timing.gossip_fanout == 0) {
-    throw Error(ErrorCode::usage, "Timing::gossip_fanout must be at least 1");
+    throw Error(ErrorCode::usage,
+                "Timing::gossip_fanout must be at least 1 (the LAN default is 3): with 0 "
+                "no node gossips");
   }
 }
 
