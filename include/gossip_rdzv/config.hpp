@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,12 @@ struct Timing {
   milliseconds outcome_linger{1000};  ///< after everyone committed, keep answering this long so
                                       ///< that a node started a moment too late is told it was
                                       ///< not admitted instead of finding nobody there
+
+  /// How long a suspected member has to refute before it is declared dead, for a cluster of
+  /// `members` (memberlist): suspicion_mult * max(1, ceil(log10 members)) * probe_interval,
+  /// at least suspicion_min. A node passes max(members it knows, --nnodes MIN); the
+  /// simulator uses the same function for its scenarios and its termination bound.
+  milliseconds suspicion_timeout(std::size_t members) const;
 
   static Timing lan();
   static Timing local();  ///< one machine, loopback: 10x faster periods

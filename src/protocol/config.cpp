@@ -1,5 +1,8 @@
 #include "gossip_rdzv/config.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace gossip_rdzv {
 
 // The defaults in config.hpp follow hashicorp/memberlist's DefaultLANConfig (config.go):
@@ -46,6 +49,13 @@ Timing Timing::wan() {
   timing.commit_grace = milliseconds(15000);
   timing.outcome_linger = milliseconds(3000);
   return timing;
+}
+
+milliseconds Timing::suspicion_timeout(std::size_t members) const {
+  const double scale = std::max(1.0, std::log10(static_cast<double>(members)));
+  const auto computed = probe_interval * static_cast<std::int64_t>(suspicion_mult) *
+                        static_cast<std::int64_t>(std::ceil(scale));
+  return std::max(computed, suspicion_min);
 }
 
 }  // namespace gossip_rdzv

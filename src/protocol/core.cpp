@@ -85,16 +85,11 @@ struct Core::Impl {
     return as_time(config.timing.push_pull_interval) * scale;
   }
   Time suspicion_timeout() const {
-    // memberlist: mult * max(1, log10(N)) * probe interval, here floored by suspicion_min.
     // N is at least --nnodes MIN: a node that joined late knows few members yet, and with
     // the timeout of a small cluster it declared live members dead, for everyone, before
     // their refutation reached it (docs/protocol.md, "Suspicion").
-    const std::size_t n = std::max<std::size_t>(cluster_size(), config.min_nodes);
-    const double scale = std::max(1.0, std::log10(static_cast<double>(n)));
-    const auto computed = as_time(config.timing.probe_interval) *
-                          static_cast<std::int64_t>(config.timing.suspicion_mult) *
-                          static_cast<std::int64_t>(std::ceil(scale));
-    return std::max(computed, as_time(config.timing.suspicion_min));
+    return as_time(
+        config.timing.suspicion_timeout(std::max<std::size_t>(cluster_size(), config.min_nodes)));
   }
 
   // ---- sending -----------------------------------------------------------------------------

@@ -101,7 +101,7 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
   Prng prng(seed, kScenarioStream);
   Scenario s = base(kind, n, seed, options, prng);
   const Time spread = start_spread(options.profile);
-  const Time susp = suspicion_timeout(s.timing, n);
+  const Time susp = std::chrono::duration_cast<Time>(s.timing.suspicion_timeout(n));
   std::ostringstream what;
 
   const bool seed_list = (kind == "plain" || kind == "bench") && options.seed_nodes > 1;
@@ -367,17 +367,11 @@ std::string Scenario::replay_command() const {
   return cmd.str();
 }
 
-Time suspicion_timeout(const Timing& timing, std::size_t members) {
-  const double scaled = static_cast<double>(timing.suspicion_mult) *
-                        std::log10(static_cast<double>(members) + 1.0) *
-                        static_cast<double>(timing.probe_interval.count());
-  const auto scaled_ms = milliseconds(static_cast<std::int64_t>(scaled));
-  return std::chrono::duration_cast<Time>(std::max(timing.suspicion_min, scaled_ms));
-}
-
 Time termination_bound(const Scenario& scenario) {
   return std::chrono::duration_cast<Time>(scenario.last_call) +
-         2 * suspicion_timeout(scenario.timing, scenario.nodes.size()) + ms(60000);
+         2 * std::chrono::duration_cast<Time>(
+                 scenario.timing.suspicion_timeout(scenario.nodes.size())) +
+         ms(60000);
 }
 
 std::string slot_host(std::size_t slot) {

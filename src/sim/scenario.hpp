@@ -88,12 +88,9 @@ bool is_scenario_name(const std::string& name);
 Scenario make_scenario(const std::string& name, std::uint32_t nodes, std::uint64_t seed,
                        const ScenarioOptions& options = {});
 
-/// SWIM's suspicion timeout as the core computes it (memberlist's formula):
-/// max(suspicion_min, suspicion_mult * log10(n + 1) * probe_interval).
-Time suspicion_timeout(const Timing& timing, std::size_t members);
-
 /// How long after the network settles (last start, heal, crash or restart) every live node
-/// must have an outcome: last_call + 2 * suspicion_timeout + 60 s (virtual time).
+/// must have an outcome: last_call + 2 * Timing::suspicion_timeout(every node of the run)
+/// + 60 s (virtual time).
 Time termination_bound(const Scenario& scenario);
 
 /// The endpoint of a slot: "10.a.b.c:29400" from slot + 1, unique up to 2^24 slots.

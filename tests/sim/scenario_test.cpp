@@ -76,6 +76,26 @@ TEST(Scenario, SeedKilledHasADedicatedSeed) {
   EXPECT_EQ(s.crashes[0].trigger, Trigger::after_all_joined);
 }
 
+// Issue 4's "a member wrongly suspected: partition shorter than the suspicion timeout, then
+// longer". The first cut must end before any node's timeout (suspicion_min is the shortest a
+// core uses) and the second outlast the longest one a core of the run can use (N = every
+// node of the run). Before the simulator used the core's formula, its own (log10(N + 1),
+// no ceil) made the second cut shorter than the cores' timeout in some runs at N = 11-99.
+TEST(Scenario, WrongSuspicionCutsShorterThenLongerThanTheCoresTimeout) {
+  for (const std::uint32_t n : {3u, 10u, 12u, 20u, 50u, 99u, 150u}) {
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+      SCOPED_TRACE("--nodes " + std::to_string(n) + " --seed " + std::to_string(seed));
+      const Scenario s = make_scenario("wrong-suspicion", n, seed);
+      ASSERT_EQ(s.partitions.size(), 2u);
+      const auto shortest = std::chrono::duration_cast<Time>(s.timing.suspicion_min);
+      const auto longest =
+          std::chrono::duration_cast<Time>(s.timing.suspicion_timeout(s.nodes.size()));
+      EXPECT_LT(s.partitions[0].until - s.partitions[0].from, shortest);
+      EXPECT_GT(s.partitions[1].until - s.partitions[1].from, longest);
+    }
+  }
+}
+
 TEST(Scenario, EndpointsAreUniqueAndLookLikeHosts) {
   EXPECT_EQ(slot_endpoint(0), "10.0.0.1:29400");
   EXPECT_EQ(slot_endpoint(255), "10.0.1.0:29400");
