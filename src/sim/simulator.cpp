@@ -566,12 +566,21 @@ struct Simulator::Impl {
     set_current_replay(scenario.replay_command());
     setup();
     const auto grace = std::chrono::duration_cast<Time>(scenario.timing.commit_grace);
+    const auto started = std::chrono::steady_clock::now();
+    auto next_progress = started + options.progress_every;
+    std::uint64_t handled = 0;
     while (!queue.empty() && !aborted) {
       if (queue.front().at > deadline() + grace) break;
       QueuedEvent event = pop();
       now = event.at;
       handle(event);
       if (finished()) break;
+      // The clock is read once per 4096 events, and only with --progress.
+      if (++handled % 4096 == 0 && options.progress_every.count() > 0 &&
+          std::chrono::steady_clock::now() >= next_progress) {
+        next_progress = std::chrono::steady_clock::now() + options.progress_every;
+        progress(handled, std::chrono::steady_clock::now() - started);
+      }
     }
     stats.end = now;
     stats.deadline = deadline();
@@ -583,6 +592,17 @@ struct Simulator::Impl {
     checker.finish(now, deadline(), enough_alive, !aborted);
     if (!checker.passed()) describe_stuck_nodes();
     return result();
+  }
+
+  void progress(std::uint64_t handled, std::chrono::steady_clock::duration wall) {
+    std::fprintf(options.trace_out,
+                 "[%s] progress: %zu of %zu members started, %zu joined, %zu committed, %zu "
+                 "running; %llu events handled, %zu queued; wall %.0f s\n",
+                 seconds_text(now).c_str(), members_started, initial_members, members_joined,
+                 static_cast<std::size_t>(stats.committed), active_members,
+                 static_cast<unsigned long long>(handled), queue.size(),
+                 std::chrono::duration<double>(wall).count());
+    std::fflush(options.trace_out);
   }
 
   /// What each running node without an outcome believes, for the failure report.

@@ -1,12 +1,14 @@
 // The deterministic simulator: many protocol cores on one virtual clock, talking through the
 // seeded faulty network of network.hpp, with the properties of checker.hpp checked as the
-// run goes. No threads, no real time: a run is a pure function of its Scenario.
+// run goes. No threads, no real time: a run is a pure function of its Scenario (the wall
+// clock only paces the optional progress lines).
 //
 //   Scenario s = make_scenario("restart", 10, 42);
 //   RunResult r = Simulator(s).run();
 //   if (!r.passed) std::puts(r.report().c_str());   // includes the replay command
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -34,6 +36,10 @@ struct SimOptions {
   /// 0: silent; 1: starts, faults, membership changes and outcomes; 2: also every packet.
   int trace = 0;
   std::FILE* trace_out = stderr;
+  /// Write a progress line to `trace_out` at most this often in wall-clock time (0: never):
+  /// virtual time, members joined / committed / running, events handled, queue length. Only
+  /// what is printed depends on the wall clock, never the run (for runs that take hours).
+  std::chrono::milliseconds progress_every{0};
 };
 
 /// Traffic of one slot over the whole run (every generation), in encoded bytes.

@@ -49,6 +49,33 @@ TEST(Simulator, CodecModesAgree) {
   EXPECT_EQ(full.stats.bytes_per_node.mean, sized.stats.bytes_per_node.mean);
 }
 
+// Long runs print where they are; the wall clock paces the lines but never the run.
+TEST(Simulator, ProgressLinesReportTheRunWithoutChangingIt) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  SimOptions options;
+  options.trace_out = out;
+  options.progress_every = std::chrono::milliseconds(1);
+  ScenarioOptions loss;
+  loss.loss = 0.1;
+  const RunResult with = run_scenario("bench", 200, 1, loss, options);
+  const RunResult without = run_scenario("bench", 200, 1, loss);
+  ASSERT_TRUE(with.passed) << with.report();
+  EXPECT_EQ(with.stats.steps, without.stats.steps);
+  EXPECT_EQ(with.stats.agreement_time, without.stats.agreement_time);
+  EXPECT_EQ(with.stats.messages_per_node.max, without.stats.messages_per_node.max);
+
+  std::rewind(out);
+  std::string text;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
+  std::fclose(out);
+  // A 200-node run handles hundreds of thousands of events over tens of milliseconds.
+  ASSERT_NE(text.find("] progress: "), std::string::npos) << text;
+  EXPECT_NE(text.find(" of 200 members started, "), std::string::npos) << text;
+  EXPECT_NE(text.find(" events handled, "), std::string::npos) << text;
+}
+
 // ZeroMQ queues what a node sends to an endpoint where nothing listens yet and delivers it
 // once the listener is up; the simulator does the same (docs/simulation.md, "The model").
 Scenario seed_starts_last(std::uint64_t seed) {

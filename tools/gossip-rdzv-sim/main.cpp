@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   std::string codec = "full";
   bool quiet = false;
   int trace = 0;
+  unsigned progress_seconds = 0;
   std::uint32_t invariant_every = 1;
   bool list = false;
   bool no_fork = false;
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet,-q", quiet, "Print only failures and the final line");
   app.add_option("--trace", trace, "1: faults, membership and outcomes; 2: every packet")
       ->check(CLI::Range(0, 2));
+  app.add_option("--progress", progress_seconds,
+                 "Print a progress line (virtual time, members joined / committed / running) "
+                 "every this-many seconds of wall time; 0: never. For runs of thousands of nodes")
+      ->check(CLI::Range(0u, 86400u))
+      ->capture_default_str();
   app.add_flag("--list", list, "List the scenarios and exit");
   app.add_flag("--no-fork", no_fork,
                "Run every seed in this process (default for one seed); otherwise each seed runs "
@@ -141,6 +147,7 @@ int main(int argc, char** argv) {
   sim_options.invariant_every = invariant_every;
   sim_options.trace = trace;
   sim_options.trace_out = stdout;
+  sim_options.progress_every = std::chrono::seconds(progress_seconds);
 
   std::uint64_t passed = 0, failed = 0;
   std::map<std::string, std::uint64_t> by_kind;
