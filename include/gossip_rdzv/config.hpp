@@ -23,10 +23,8 @@ struct Timing {
   milliseconds probe_interval{1000};  ///< SWIM: one member probed per interval
   milliseconds probe_timeout{500};    ///< SWIM: ack expected within this, else indirect probes
   std::uint32_t indirect_probes = 3;  ///< SWIM: members asked to probe on our behalf
-  std::uint32_t suspicion_mult =
-      4;  ///< suspect -> dead after mult * max(1, ceil(log10 N)) probe intervals (memberlist),
-          ///< N the members known but at least --nnodes MIN
-  milliseconds suspicion_min{2000};  ///< ... but never sooner than this
+  std::uint32_t suspicion_mult = 4;   ///< suspect -> dead: see suspicion_timeout()
+  milliseconds suspicion_min{2000};   ///< suspect -> dead never sooner than this
   milliseconds push_pull_interval{
       5000};  ///< full-state exchange with one random peer (anti-entropy)
   std::uint32_t retransmit_mult =

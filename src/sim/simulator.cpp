@@ -576,10 +576,12 @@ struct Simulator::Impl {
       handle(event);
       if (finished()) break;
       // The clock is read once per 4096 events, and only with --progress.
-      if (++handled % 4096 == 0 && options.progress_every.count() > 0 &&
-          std::chrono::steady_clock::now() >= next_progress) {
-        next_progress = std::chrono::steady_clock::now() + options.progress_every;
-        progress(handled, std::chrono::steady_clock::now() - started);
+      if (++handled % 4096 == 0 && options.progress_every.count() > 0) {
+        const auto wall = std::chrono::steady_clock::now();
+        if (wall >= next_progress) {
+          next_progress = wall + options.progress_every;
+          progress(handled, wall - started);
+        }
       }
     }
     stats.end = now;
