@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -49,9 +50,12 @@ std::string seconds_text(Time t) {
 }
 
 const char* event_name(const protocol::Event& event) {
-  static constexpr const char* names[] = {"JoinedCluster", "MemberUp",  "MemberSuspected",
-                                          "MemberDead",    "Committed", "NotAdmitted",
-                                          "PeerRefused",   "Fatal"};
+  static constexpr const char* names[] = {
+      "JoinedCluster", "MemberUp",    "MemberSuspected", "MemberDead",          "Committed",
+      "NotAdmitted",   "PeerRefused", "Fatal",           "UnreachableReported", "PeerUnreachable"};
+  // One name per alternative: --trace 1 read past the end of this table (and crashed) once
+  // the reachability events were added without names.
+  static_assert(std::size(names) == std::variant_size_v<protocol::Event>);
   return names[event.index()];
 }
 
@@ -385,6 +389,7 @@ struct Simulator::Impl {
       else
         trace(1, text);
     }
+    count_wrong_suspicion(event);
     if (std::holds_alternative<protocol::JoinedCluster>(event) && !slot.spec.seed_only) {
       ++members_joined;
       maybe_fire_all_joined();
@@ -401,6 +406,21 @@ struct Simulator::Impl {
       if (std::holds_alternative<protocol::NotAdmitted>(event)) ++stats.not_admitted;
       slot.has_outcome = true;
     }
+  }
+
+  void count_wrong_suspicion(const protocol::Event& event) {
+    const std::string* endpoint = nullptr;
+    if (const auto* s = std::get_if<protocol::MemberSuspected>(&event)) endpoint = &s->endpoint;
+    if (const auto* d = std::get_if<protocol::MemberDead>(&event)) endpoint = &d->endpoint;
+    if (!endpoint) return;
+    const auto it = slot_of.find(*endpoint);
+    if (it == slot_of.end() || !slots[it->second].core) return;
+    if (std::holds_alternative<protocol::MemberSuspected>(event)) {
+      ++stats.suspected_running;
+      return;
+    }
+    ++stats.buried_running;
+    if (!stats.first_buried_running) stats.first_buried_running = now;
   }
 
   void maybe_fire_all_joined() {
@@ -650,6 +670,11 @@ struct Simulator::Impl {
     r.failures = checker.failures();
     r.notes = checker.notes();
     r.notes.insert(r.notes.end(), stuck_notes.begin(), stuck_notes.end());
+    if (stats.buried_running > 0)
+      r.notes.push_back("members still running were declared dead " +
+                        std::to_string(stats.buried_running) + " times (first at " +
+                        seconds_text(*stats.first_buried_running) + " s), suspected " +
+                        std::to_string(stats.suspected_running) + " times");
     r.passed = r.failures.empty();
     stats.first_commit = checker.first_commit();
     stats.last_outcome = checker.last_outcome();

@@ -78,6 +78,11 @@ struct RunStats {
   std::uint64_t queued_for_listener = 0, released_to_listener = 0;
   std::uint64_t dropped_by_loss = 0, dropped_by_partition = 0, duplicated = 0;
   std::uint64_t committed = 0, not_admitted = 0;
+  /// MemberSuspected / MemberDead events (one per node that learns it) naming a member whose
+  /// process was running at the time: wrong suspicions, and wrong burials. A partition
+  /// longer than the suspicion timeout buries by design; loss alone should not.
+  std::uint64_t suspected_running = 0, buried_running = 0;
+  std::optional<Time> first_buried_running;
   /// Over member slots (not a dedicated seed): messages and bytes sent + received.
   MeanMax messages_per_node, bytes_per_node;
   /// The same without Join / JoinReply: with one seed every joiner's first exchange is
