@@ -23,6 +23,7 @@ struct Timing {
   milliseconds probe_interval{1000};  ///< SWIM: one member probed per interval
   milliseconds probe_timeout{500};    ///< SWIM: ack expected within this, else indirect probes
   std::uint32_t indirect_probes = 3;  ///< SWIM: members asked to probe on our behalf
+  std::uint32_t probe_rounds = 2;     ///< unanswered probe periods in a row before a suspicion
   std::uint32_t suspicion_mult = 4;   ///< suspect -> dead: see suspicion_timeout()
   milliseconds suspicion_min{2000};   ///< suspect -> dead never sooner than this
   milliseconds push_pull_interval{

@@ -559,6 +559,11 @@ struct Core::Impl {
         now >= probe->sent_at + as_time(config.timing.probe_timeout)) {
       probe->indirect_sent = true;
       note_unanswered_probe(probe->target, now);
+      // A second direct ping next to the indirect ones (memberlist pings over TCP here): one
+      // lost ping or ack no longer leaves the target to three 4-hop paths alone.
+      Ping retry;
+      retry.seq = probe->seq;
+      send(probe->target, std::move(retry));
       for (const auto& helper :
            table.sample_peers(prng, config.timing.indirect_probes, probe->target)) {
         PingReq request;
@@ -568,17 +573,44 @@ struct Core::Impl {
       }
     }
     if (now < next_probe_at) return;
-    if (probe) suspect(probe->target, now);  // neither direct nor indirect ack in a period
-    probe.reset();
     next_probe_at = now + as_time(config.timing.probe_interval);
-    auto targets = table.sample_peers(prng, 1);
-    if (targets.empty()) return;
+    // Neither direct nor indirect ack in a period: probe the same member again, and suspect
+    // it only after `probe_rounds` such periods in a row.
+    std::optional<Probe> unanswered = std::move(probe);
+    probe.reset();
+    std::string target;
+    std::uint32_t round = 1;
+    if (unanswered) {
+      if (unanswered->round >= config.timing.probe_rounds) {
+        suspect(unanswered->target, now);
+      } else if (const Member* row = table.find(unanswered->target);
+                 row != nullptr && row->status != MemberStatus::dead) {
+        target = unanswered->target;
+        round = unanswered->round + 1;
+      }
+    }
+    if (target.empty()) {
+      auto targets = table.sample_peers(prng, 1);
+      if (targets.empty()) return;
+      target = std::move(targets.front());
+    }
     Ping ping;
     ping.seq = ++next_seq;
     ping.updates = table.take_piggyback(config.timing.max_piggyback);
-    ping.views = views(targets.front());
-    probe = Probe{targets.front(), ping.seq, now, false};
-    send(targets.front(), std::move(ping));
+    tell_suspect(target, ping.updates);
+    ping.views = views(target);
+    probe = Probe{target, ping.seq, now, false, round};
+    send(target, std::move(ping));
+  }
+
+  // Lifeguard's buddy system: a ping to a member we suspect carries that suspicion, so the
+  // member hears it from us at once and refutes, instead of waiting for the rumour to reach it.
+  void tell_suspect(const std::string& target, std::vector<MemberRecord>& updates) const {
+    const Member* row = table.find(target);
+    if (row == nullptr || row->status != MemberStatus::suspect) return;
+    for (const auto& update : updates)
+      if (update.ann.endpoint == target) return;
+    updates.push_back(table.record(*row));
   }
 
   void tell_seeds(const std::vector<std::string>& seeds, const std::vector<MemberRecord>& joiners) {
@@ -767,6 +799,7 @@ struct Core::Impl {
     std::uint64_t seq;
     Time sent_at;
     bool indirect_sent;
+    std::uint32_t round;  ///< 1 for the first period of this target; see Timing::probe_rounds
   };
   std::optional<Probe> probe;
   struct Relay {

@@ -187,6 +187,11 @@ void check_timing(const Timing& timing) {
                               name, period.count()));
     }
   }
+  if (timing.probe_rounds == 0) {
+    throw Error(ErrorCode::usage,
+                "Timing::probe_rounds must be at least 1 (the default is 2): a member is "
+                "suspected after this many unanswered probe periods in a row");
+  }
   if (timing.gossip_fanout == 0) {
     throw Error(ErrorCode::usage,
                 "Timing::gossip_fanout must be at least 1 (the LAN default is 3): with 0 "

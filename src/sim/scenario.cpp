@@ -191,14 +191,25 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
                  std::chrono::duration_cast<Time>(s.timing.suspicion_min) * 3 / 4));
     const Time gap = prng.time_between(ms(100), ms(2000));
     const Time t2 = t1 + short_len + gap;
-    const Time long_len = susp + 3 * std::chrono::duration_cast<Time>(s.timing.probe_interval) +
-                          prng.time_between(Time(0), ms(5000));
+    // Long enough to be buried: the probe rounds that suspect it, the suspicion timeout, and
+    // two more probe intervals for the rumour to spread.
+    const Time long_len =
+        susp +
+        (s.timing.probe_rounds + 2) * std::chrono::duration_cast<Time>(s.timing.probe_interval) +
+        prng.time_between(Time(0), ms(5000));
     s.partitions.push_back(isolate(victim, s.nodes.size(), t1, t1 + short_len));
     s.partitions.push_back(isolate(victim, s.nodes.size(), t2, t2 + long_len));
     what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", slot " << victim
          << " isolated at " << seconds_text(t1) << " for " << seconds_text(short_len)
          << " (shorter than suspicion " << seconds_text(susp) << "), again at " << seconds_text(t2)
          << " for " << seconds_text(long_len);
+  } else if (kind == "slow-host") {
+    // One agent's host is slow (SEED.md): everyone else waits for it, gossiping and probing
+    // under loss, for several suspicion timeouts. Nobody alive may be declared dead meanwhile.
+    const std::size_t late = random_member(prng, s, false);
+    s.nodes[late].start = 2 * susp + prng.time_between(Time(0), susp);
+    what << n << " nodes, --nnodes " << n << ", slot " << late << " starts at "
+         << seconds_text(s.nodes[late].start) << " (suspicion " << seconds_text(susp) << ")";
   } else if (kind == "seed-killed") {
     if (prng.chance(0.5)) s.min_nodes = std::max<std::uint32_t>(majority_min(n), n - 1);
     NodeSpec seed_node;
@@ -309,6 +320,7 @@ const std::vector<std::string>& scenario_names() {
                                                  "split",
                                                  "hints",
                                                  "seed-list",
+                                                 "slow-host",
                                                  "mix"};
   return names;
 }

@@ -110,6 +110,7 @@ TEST(NodeConfig, RejectsEachBadFieldNamingIt) {
       {"bad run id", [](Config& c) { c.run_id = "job 42"; }, "job 42"},
       {"long run id", [](Config& c) { c.run_id = std::string(65, 'a'); }, "run_id"},
       {"no gossip fanout", [](Config& c) { c.timing.gossip_fanout = 0; }, "gossip_fanout"},
+      {"no probe rounds", [](Config& c) { c.timing.probe_rounds = 0; }, "probe_rounds"},
       {"zero gossip period", [](Config& c) { c.timing.gossip_interval = milliseconds(0); },
        "gossip_interval"},
   };

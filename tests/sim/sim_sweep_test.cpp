@@ -39,9 +39,10 @@ void sweep_range(std::uint64_t& first, std::uint64_t& last) {
 // node may hold a view before its table has every member (2 Dec); 23 / 26 once packets to a
 // node not yet listening wait for it as ZeroMQ's do (3 Dec: the outsiders are restarts after
 // commit, nodes cut off past the commit grace and extras beyond MAX; none is a node whose
-// seed started after it).
+// seed started after it); 23 / 25 once a member is suspected only after two unanswered probe
+// rounds (3 Dec).
 constexpr std::size_t kMaxBlockedRuns = 23;
-constexpr std::size_t kMaxOutsiderRuns = 26;
+constexpr std::size_t kMaxOutsiderRuns = 25;
 // The scenarios where a member is gone for good mid-agreement: it crashes and does not come
 // back, or (wrong-suspicion) it is cut off for longer than the others' commit grace, and when
 // it returns every node that could tell it the outcome has exited.
