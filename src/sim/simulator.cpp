@@ -409,13 +409,12 @@ struct Simulator::Impl {
   }
 
   void count_wrong_suspicion(const protocol::Event& event) {
-    const std::string* endpoint = nullptr;
-    if (const auto* s = std::get_if<protocol::MemberSuspected>(&event)) endpoint = &s->endpoint;
-    if (const auto* d = std::get_if<protocol::MemberDead>(&event)) endpoint = &d->endpoint;
-    if (!endpoint) return;
-    const auto it = slot_of.find(*endpoint);
+    const auto* suspected = std::get_if<protocol::MemberSuspected>(&event);
+    const auto* dead = std::get_if<protocol::MemberDead>(&event);
+    if (suspected == nullptr && dead == nullptr) return;
+    const auto it = slot_of.find(suspected != nullptr ? suspected->endpoint : dead->endpoint);
     if (it == slot_of.end() || !slots[it->second].core) return;
-    if (std::holds_alternative<protocol::MemberSuspected>(event)) {
+    if (suspected != nullptr) {
       ++stats.suspected_running;
       return;
     }
