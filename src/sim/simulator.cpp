@@ -451,6 +451,7 @@ struct Simulator::Impl {
     }
     auto& traffic = stats.traffic[from];
     ++traffic.messages_sent;
+    ++traffic.sent_by_type[static_cast<std::size_t>(packet->type) % traffic.sent_by_type.size()];
     traffic.bytes_sent += packet->size;
     if (is_join_exchange(packet->type)) ++traffic.join_messages;
     if (from == seed_slot && packet->type == protocol::MessageType::join_reply) {
@@ -496,6 +497,8 @@ struct Simulator::Impl {
                    std::to_string(packet.size) + " B");
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
+    ++traffic.received_by_type[static_cast<std::size_t>(packet.type) %
+                               traffic.received_by_type.size()];
     traffic.bytes_received += packet.size;
     if (is_join_exchange(packet.type)) ++traffic.join_messages;
     ++stats.packets_delivered;
@@ -774,6 +777,39 @@ std::string RunResult::summary_line() const {
       stats.messages_per_node_after_join.max, stats.bytes_per_node.mean, stats.bytes_per_node.max,
       stats.seed_bytes_per_join);
   return buf;
+}
+
+std::string RunResult::load_report(std::size_t count) const {
+  std::vector<bool> is_seed(scenario.nodes.size(), false);
+  for (const auto& spec : scenario.nodes)
+    for (std::size_t seed : spec.seeds)
+      if (seed < is_seed.size()) is_seed[seed] = true;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < scenario.nodes.size() && i < stats.traffic.size(); ++i)
+    if (!scenario.nodes[i].seed_only) order.push_back(i);
+  const auto after_join = [&](std::size_t slot) {
+    const auto& t = stats.traffic[slot];
+    return t.messages() - t.join_messages;
+  };
+  count = std::min(count, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
+                    [&](std::size_t a, std::size_t b) { return after_join(a) > after_join(b); });
+  std::ostringstream out;
+  out << "busiest after the join exchange (mean "
+      << static_cast<std::uint64_t>(stats.messages_per_node_after_join.mean)
+      << "), messages sent/received by type:\n";
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t slot = order[k];
+    const auto& t = stats.traffic[slot];
+    out << "  slot " << slot << (is_seed[slot] ? " (seed)" : "") << ": " << after_join(slot);
+    for (std::size_t type = 0; type < t.sent_by_type.size(); ++type) {
+      if (t.sent_by_type[type] == 0 && t.received_by_type[type] == 0) continue;
+      out << ", " << protocol::to_string(static_cast<protocol::MessageType>(type)) << " "
+          << t.sent_by_type[type] << "/" << t.received_by_type[type];
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace gossip_rdzv::sim

@@ -8,6 +8,7 @@
 //   if (!r.passed) std::puts(r.report().c_str());   // includes the replay command
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -49,6 +50,8 @@ struct NodeTraffic {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   std::uint64_t join_messages = 0;  ///< Join and JoinReply, sent + received (counted above too)
+  /// Sent and received by protocol::MessageType (index = the type's wire value).
+  std::array<std::uint64_t, 16> sent_by_type{}, received_by_type{};
   std::uint64_t messages() const { return messages_sent + messages_received; }
   std::uint64_t bytes() const { return bytes_sent + bytes_received; }
 };
@@ -108,6 +111,9 @@ struct RunResult {
   std::string report() const;
   /// One line: scenario, outcome, agreement time, gossip periods, traffic.
   std::string summary_line() const;
+  /// The `count` member slots with the most messages after the join exchange, each with its
+  /// messages sent / received by type: where the busiest node's load comes from.
+  std::string load_report(std::size_t count) const;
 };
 
 class Simulator {

@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   std::uint32_t invariant_every = 1;
   bool list = false;
   bool no_fork = false;
+  std::size_t load_top = 0;
 
   std::string names;
   for (const auto& n : scenario_names()) names += (names.empty() ? "" : ", ") + n;
@@ -114,6 +115,10 @@ int main(int argc, char** argv) {
                  "every this-many seconds of wall time; 0: never. For runs of thousands of nodes")
       ->check(CLI::Range(0u, 86400u))
       ->capture_default_str();
+  app.add_option("--load", load_top,
+                 "After each run, list the N busiest nodes after the join exchange with their "
+                 "messages sent/received by type")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000}));
   app.add_flag("--list", list, "List the scenarios and exit");
   app.add_flag("--no-fork", no_fork,
                "Run every seed in this process (default for one seed); otherwise each seed runs "
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
                   wall, cpu, peak_rss_kib() / 1024);
     }
     if (!result.passed || !result.notes.empty()) std::fputs(result.report().c_str(), stdout);
+    if (load_top > 0) std::fputs(result.load_report(load_top).c_str(), stdout);
     std::fflush(stdout);
     const auto worst = result.worst();
     return worst ? 10 + static_cast<int>(*worst) : 0;
