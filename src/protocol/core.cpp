@@ -53,6 +53,8 @@ struct Core::Impl {
                                   as_time(config.last_call), table.pool_handle()}) {
     // A member listed among the seeds meets every other seed (see tick_join).
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
+    seed_set = config.seeds;
+    std::sort(seed_set.begin(), seed_set.end());
     if (!config.seed_only && listed_seed) {
       unmet_seeds = config.seeds;
       // The collectors: the first gossip_fanout seeds in sorted order, the same on every
@@ -125,7 +127,38 @@ struct Core::Impl {
       pick_members(*agreement.committed_member_list(), count, picked);
       return picked;
     }
-    return table.sample_peers(prng, count);
+    std::vector<std::string> picked = table.sample_peers(prng, count);
+    pass_over_seeds(picked);
+    return picked;
+  }
+
+  // A node knows its seeds because it was given them, not because it heard of them at random:
+  // right after joining, its table is a seed's sample of join_sample_size members plus the
+  // seed, so one in three of its first pushes would go to the seed, and every one of N
+  // joiners does that (at N = 10,000 the seed carried 6.3x a node's mean traffic after the
+  // joins). Until the table holds the MIN members we wait for, keep a seed with probability
+  // (members known) / MIN, which gives it about a random member's share, and pick another
+  // peer in its place; a seed stays when there is nobody else to pick.
+  void pass_over_seeds(std::vector<std::string>& picked) {
+    if (seed_set.empty()) return;
+    const std::size_t known = table.live_peer_count() + 1;
+    if (known >= config.min_nodes) return;
+    const double keep = static_cast<double>(known) / static_cast<double>(config.min_nodes);
+    for (auto& peer : picked) {
+      if (!is_seed(peer) || prng.unit() < keep) continue;
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        auto other = table.sample_peers(prng, 1);
+        if (other.empty() || is_seed(other.front()) ||
+            std::find(picked.begin(), picked.end(), other.front()) != picked.end())
+          continue;
+        peer = std::move(other.front());
+        break;
+      }
+    }
+  }
+
+  bool is_seed(const std::string& endpoint) const {
+    return std::binary_search(seed_set.begin(), seed_set.end(), endpoint);
   }
 
   /// Up to `count` picks in all, at random from `members` (no copy of the list: after a
@@ -781,6 +814,7 @@ struct Core::Impl {
   std::uint64_t join_attempts = 0;
   std::size_t first_seed = 0;           ///< random: with several seeds, the joins spread over them
   bool listed_seed = false;             ///< our own endpoint is in the seed list
+  std::vector<std::string> seed_set;    ///< config.seeds sorted, for is_seed()
   std::vector<std::string> collectors;  ///< the seeds our joiners go to (we are a member seed)
   std::vector<MemberRecord> joiners_to_forward;  ///< to the collectors
   Time next_forward_at{0};

@@ -645,6 +645,78 @@ TEST(Core, PingToASuspectCarriesTheSuspicion) {
   EXPECT_GE(told, 2u);
 }
 
+// A joiner fresh from its seed's JoinReply: node 1, seed 2, and the `sample` members 3, 4, ...
+// the seed returned; every member it pings answers. Counts the Gossip it pushes to each.
+struct FreshJoiner {
+  Core core;
+  std::map<std::string, std::size_t> gossip_to;
+  std::size_t gossips = 0;
+  Time now{0};
+
+  static CoreConfig config(std::uint32_t min_nodes) {
+    CoreConfig c;
+    c.self = announcement(1, min_nodes);
+    c.run_id = "run";
+    c.seeds = {MiniNet::endpoint(2)};
+    c.min_nodes = c.max_nodes = min_nodes;
+    return c;
+  }
+  FreshJoiner(std::uint32_t min_nodes, int sample) : core(config(min_nodes)) {
+    core.start(now);
+    JoinReply reply;
+    reply.seed_is_member = true;
+    for (int i = 3; i < 3 + sample; ++i)
+      reply.sample.push_back(MemberRecord{announcement(i, min_nodes), 0, {}});
+    reply.sample.push_back(MemberRecord{announcement(2, min_nodes), 0, {}});
+    core.on_message(now, envelope_from(2, std::move(reply)));
+    drain();
+  }
+  void drain() {
+    while (auto out = core.poll_send()) {
+      if (std::holds_alternative<Gossip>(out->msg.body)) {
+        ++gossip_to[out->to];
+        ++gossips;
+      }
+      if (const auto* ping = std::get_if<Ping>(&out->msg.body)) {
+        const auto host = out->to.substr(0, out->to.rfind(':'));
+        const int target = std::stoi(host.substr(host.rfind('.') + 1));
+        core.on_message(now, envelope_from(target, Ack{ping->seq}));
+      }
+    }
+    while (core.poll_event()) {
+    }
+  }
+  void run_until(Time end) {
+    while (now < end) {
+      now = std::max(now + Time{1}, core.next_wakeup());
+      core.on_tick(now);
+      drain();
+    }
+  }
+};
+
+// Right after joining, a node knows its seed and the seed's sample of join_sample_size
+// members: picked uniformly, the seed would get one in nine of its pushes, from every one of
+// N joiners. Until a node knows MIN members, a seed is picked with weight known / MIN.
+TEST(Core, FreshJoinerRarelyPushesToItsSeedBeforeItKnowsMinMembers) {
+  FreshJoiner big(1000, 8);  // knows 10 of 1,000: keeps a seed on 1% of its picks
+  big.run_until(Time{std::chrono::seconds(10)});
+  ASSERT_GE(big.gossips, 100u);
+  EXPECT_LE(big.gossip_to[MiniNet::endpoint(2)], big.gossips / 50) << big.gossips << " pushes";
+
+  FreshJoiner full(10, 8);  // knows all of its 10: the seed is a member like any other
+  full.run_until(Time{std::chrono::seconds(10)});
+  ASSERT_GE(full.gossips, 100u);
+  EXPECT_GE(full.gossip_to[MiniNet::endpoint(2)], full.gossips / 20) << full.gossips << " pushes";
+}
+
+TEST(Core, JoinerThatKnowsOnlyItsSeedStillPushesToIt) {
+  FreshJoiner lonely(1000, 0);
+  lonely.run_until(Time{std::chrono::seconds(5)});
+  ASSERT_GE(lonely.gossips, 10u);
+  EXPECT_EQ(lonely.gossip_to[MiniNet::endpoint(2)], lonely.gossips);
+}
+
 TEST(Core, BrokenDirectPathIsReportedEvenWhenIndirectProbesSucceed) {
   MiniNet net(4, 4);
   for (int i = 1; i <= 4; ++i) net.add(i);
