@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "protocol/codec.hpp"
+
 #include "sim_test_util.hpp"
 
 namespace gossip_rdzv::sim {
@@ -35,6 +39,35 @@ TEST(Simulator, PlainRunCommitsEveryNodeAndCountsBytes) {
   EXPECT_GT(r.stats.bytes_per_node.mean, 0);
   EXPECT_GT(r.stats.seed_bytes_per_join, 0);
   EXPECT_LE(r.stats.messages_per_node.mean, r.stats.messages_per_node.max);
+}
+
+// --load: the per-type counts add up to each node's total, and the seed, which answered every
+// Join (retries included), is marked and shows them.
+TEST(Simulator, LoadReportCountsEveryMessageByType) {
+  const RunResult r = run_scenario("plain", 8, 1);
+  ASSERT_TRUE(r.passed) << r.report();
+  for (const auto& t : r.stats.traffic) {
+    std::uint64_t sent = 0, received = 0;
+    for (auto n : t.sent_by_type) sent += n;
+    for (auto n : t.received_by_type) received += n;
+    EXPECT_EQ(sent, t.messages_sent);
+    EXPECT_EQ(received, t.messages_received);
+  }
+  const auto join = static_cast<std::size_t>(protocol::MessageType::join);
+  const auto reply = static_cast<std::size_t>(protocol::MessageType::join_reply);
+  std::uint64_t joins_sent = 0;
+  for (std::size_t slot = 1; slot < r.stats.traffic.size(); ++slot)
+    joins_sent += r.stats.traffic[slot].sent_by_type[join];
+  const std::uint64_t joins = r.stats.traffic[0].received_by_type[join];
+  EXPECT_GE(joins, 7u) << "seven joiners, one Join each at least";
+  EXPECT_EQ(joins, joins_sent) << "no loss in plain";
+  EXPECT_EQ(r.stats.traffic[0].sent_by_type[reply], joins);
+  const std::string report = r.load_report(8);
+  EXPECT_NE(report.find("slot 0 (seed): "), std::string::npos) << report;
+  const std::string counts =
+      "Join 0/" + std::to_string(joins) + ", JoinReply " + std::to_string(joins) + "/0";
+  EXPECT_NE(report.find(counts), std::string::npos) << report;
+  EXPECT_EQ(std::count(report.begin(), report.end(), '\n'), 9) << report;
 }
 
 TEST(Simulator, CodecModesAgree) {
