@@ -403,8 +403,7 @@ struct Core::Impl {
 
   void handle(Time now, const Envelope& env, const Gossip& gossip) {
     mark_joined(env.sender);
-    if (config.seed_only &&
-        std::find(config.seeds.begin(), config.seeds.end(), env.sender) != config.seeds.end()) {
+    if (config.seed_only && is_seed(env.sender)) {
       // Joiners another dedicated seed took in: introduce the ones new to us.
       for (const auto& record : gossip.updates) {
         const bool known = table.find(record.ann.endpoint) != nullptr;
@@ -692,8 +691,7 @@ struct Core::Impl {
   std::optional<std::string> push_pull_partner() {
     auto peers = table.sample_peers(prng, config.seeds.size() + 1);
     for (const auto& peer : peers) {
-      if (std::find(config.seeds.begin(), config.seeds.end(), peer) == config.seeds.end())
-        return peer;
+      if (!is_seed(peer)) return peer;
     }
     if (peers.empty()) return std::nullopt;
     return peers.front();

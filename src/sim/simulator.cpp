@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <iterator>
@@ -59,8 +60,11 @@ const char* event_name(const protocol::Event& event) {
   return names[event.index()];
 }
 
-bool is_join_exchange(protocol::MessageType type) {
-  return type == protocol::MessageType::join || type == protocol::MessageType::join_reply;
+/// NodeTraffic's index of a message type: its wire value, which must fit the arrays.
+std::size_t type_index(protocol::MessageType type) {
+  static_assert(static_cast<std::size_t>(protocol::MessageType::unreachable) <
+                std::tuple_size_v<decltype(NodeTraffic::sent_by_type)>);
+  return static_cast<std::size_t>(type);
 }
 
 /// Node ids are random per process start; they must be non-zero.
@@ -451,9 +455,8 @@ struct Simulator::Impl {
     }
     auto& traffic = stats.traffic[from];
     ++traffic.messages_sent;
-    ++traffic.sent_by_type[static_cast<std::size_t>(packet->type) % traffic.sent_by_type.size()];
+    ++traffic.sent_by_type[type_index(packet->type)];
     traffic.bytes_sent += packet->size;
-    if (is_join_exchange(packet->type)) ++traffic.join_messages;
     if (from == seed_slot && packet->type == protocol::MessageType::join_reply) {
       seed_join_reply_bytes += packet->size;
       ++seed_join_replies;
@@ -497,10 +500,8 @@ struct Simulator::Impl {
                    std::to_string(packet.size) + " B");
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
-    ++traffic.received_by_type[static_cast<std::size_t>(packet.type) %
-                               traffic.received_by_type.size()];
+    ++traffic.received_by_type[type_index(packet.type)];
     traffic.bytes_received += packet.size;
-    if (is_join_exchange(packet.type)) ++traffic.join_messages;
     ++stats.packets_delivered;
     if (packet.envelope) {
       slot.core->on_message(now, *packet.envelope);
@@ -700,7 +701,7 @@ struct Simulator::Impl {
       stats.messages_per_node.max =
           std::max(stats.messages_per_node.max, static_cast<double>(t.messages()));
       stats.bytes_per_node.max = std::max(stats.bytes_per_node.max, static_cast<double>(t.bytes()));
-      const auto beyond = static_cast<double>(t.messages() - t.join_messages);
+      const auto beyond = static_cast<double>(t.messages_after_join());
       after_join += beyond;
       stats.messages_per_node_after_join.max =
           std::max(stats.messages_per_node_after_join.max, beyond);
@@ -779,6 +780,13 @@ std::string RunResult::summary_line() const {
   return buf;
 }
 
+std::uint64_t NodeTraffic::join_messages() const {
+  std::uint64_t total = 0;
+  for (auto type : {protocol::MessageType::join, protocol::MessageType::join_reply})
+    total += sent_by_type[type_index(type)] + received_by_type[type_index(type)];
+  return total;
+}
+
 std::string RunResult::load_report(std::size_t count) const {
   std::vector<bool> is_seed(scenario.nodes.size(), false);
   for (const auto& spec : scenario.nodes)
@@ -788,15 +796,14 @@ std::string RunResult::load_report(std::size_t count) const {
   for (std::size_t i = 0; i < scenario.nodes.size() && i < stats.traffic.size(); ++i)
     if (!scenario.nodes[i].seed_only) order.push_back(i);
   const auto after_join = [&](std::size_t slot) {
-    const auto& t = stats.traffic[slot];
-    return t.messages() - t.join_messages;
+    return stats.traffic[slot].messages_after_join();
   };
   count = std::min(count, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
                     [&](std::size_t a, std::size_t b) { return after_join(a) > after_join(b); });
   std::ostringstream out;
   out << "busiest after the join exchange (mean "
-      << static_cast<std::uint64_t>(stats.messages_per_node_after_join.mean)
+      << std::llround(stats.messages_per_node_after_join.mean)
       << "), messages sent/received by type:\n";
   for (std::size_t k = 0; k < count; ++k) {
     const std::size_t slot = order[k];

@@ -49,11 +49,14 @@ struct NodeTraffic {
   std::uint64_t messages_received = 0;
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
-  std::uint64_t join_messages = 0;  ///< Join and JoinReply, sent + received (counted above too)
   /// Sent and received by protocol::MessageType (index = the type's wire value).
   std::array<std::uint64_t, 16> sent_by_type{}, received_by_type{};
   std::uint64_t messages() const { return messages_sent + messages_received; }
   std::uint64_t bytes() const { return bytes_sent + bytes_received; }
+  /// Join and JoinReply, sent + received (counted in messages() too).
+  std::uint64_t join_messages() const;
+  /// messages() without Join and JoinReply.
+  std::uint64_t messages_after_join() const { return messages() - join_messages(); }
 };
 
 struct MeanMax {
