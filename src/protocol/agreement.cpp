@@ -24,6 +24,15 @@ bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>&
 
 }  // namespace
 
+bool quorum(const std::vector<std::uint8_t>& set, std::size_t members) {
+  // More than half, or exactly half with the first member: any two such sets share a member,
+  // and an even view cannot split into two halves that both wait for the other.
+  const std::size_t count = bits::count(set);
+  return 2 * count > members || (2 * count == members && members > 0 && bits::get(set, 0));
+}
+
+namespace {}  // namespace
+
 std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members) {
   std::uint64_t hash = fnv1a(kFnvOffset, &round, sizeof round);
   for (const auto& key : members) {
@@ -64,14 +73,16 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
     if (view_digest(claim.round, claim.members) != claim.digest) return false;
     const std::size_t size = claim.members.size();
-    ViewClaim incoming{claim.round,    claim.attempt, claim.digest,    {},
-                       claim.proposed, claim.ready,   claim.committed, claim.fenced};
-    bits::trim(incoming.proposed, size);
-    bits::trim(incoming.ready, size);
-    bits::trim(incoming.committed, size);
-    bits::trim(incoming.fenced, size);
-    // A commit bit is only believable next to a full ready set (that is what it certifies).
-    if (!bits::full(incoming.ready, size)) incoming.committed = bits::empty(size);
+    ViewClaim incoming = claim;
+    incoming.members.clear();
+    for (auto* set : {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed,
+                      &incoming.fenced}) {
+      bits::trim(*set, size);
+    }
+    // A vote is only believable next to a full ready set, a commit bit next to a quorum of
+    // votes: that is what each certifies.
+    if (!bits::full(incoming.ready, size)) incoming.voted = bits::empty(size);
+    if (!quorum(incoming.voted, size)) incoming.committed = bits::empty(size);
     max_attempt_ = std::max(max_attempt_, claim.attempt);
     View view;
     view.claim = std::move(incoming);
@@ -87,8 +98,13 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   const std::size_t size = it->second.members->size();
   bool grew = bits::merge_within(mine.proposed, claim.proposed, size);
   grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
-  if (bits::full_within(claim.ready, size))
-    grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
+  if (bits::full_within(claim.ready, size)) {
+    grew = bits::merge_within(mine.voted, claim.voted, size) || grew;
+    auto votes = claim.voted;
+    bits::trim(votes, size);
+    if (quorum(votes, size))
+      grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
+  }
   grew = bits::merge_within(mine.fenced, claim.fenced, size) || grew;
   dirty_ = dirty_ || grew;
   return grew;
@@ -202,22 +218,27 @@ bool Agreement::superseded(const MemberKey& key, const MemberTable& table) const
   return row != nullptr && row->ann->generation > key.generation;
 }
 
-bool Agreement::fence_restarted_members(const MemberTable& table) {
+bool Agreement::fence(const MemberTable& table) {
   bool changed = false;
   for (auto& [id, view] : views_) {
     ViewClaim& claim = view.claim;
     const std::size_t size = view.members->size();
     auto index = my_index(view);
-    if (!index || bits::get(claim.fenced, *index) || bits::full(claim.ready, size)) continue;
+    // A node that saw ready full votes instead (advance); a vote and a fence never meet.
+    if (!index || bits::get(claim.fenced, *index) || bits::get(claim.voted, *index) ||
+        bits::full(claim.ready, size)) {
+      continue;
+    }
     update_superseded(view, table);
     bool missing_restarted = false;
     for (std::uint32_t i : view.superseded) {
       missing_restarted = missing_restarted || !bits::get(claim.ready, i);
     }
-    if (!missing_restarted) continue;
-    // A member restarted (its endpoint now runs a newer generation, so the old process is
-    // certainly gone) and its ready bit never reached us. Promise never to commit this view;
-    // once every live member promised the same, nobody can, and the ready ones may move on.
+    // Ready on the view we hold, and one of its members is dead (or restarted): its ready bit
+    // may never come, and a member that had it may have voted. We cannot tell which, so we
+    // promise never to vote; a quorum of such promises proves the view can never commit.
+    const bool member_gone = ready_ && held_ && id == *held_ && !valid(view, table, false);
+    if (!missing_restarted && !member_gone) continue;
     bits::set(claim.fenced, *index);
     fenced_.insert(id);
     changed = true;
@@ -233,7 +254,9 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   for (std::size_t i = 0; i < members.size() && all_gave_up; ++i) {
     all_gave_up = bits::get(held.claim.fenced, i) || superseded(members[i], table);
   }
-  if (all_gave_up) {
+  // A quorum of fences meets every quorum of votes in a member that never voted: the view
+  // can never commit, so holding it protects nothing.
+  if (all_gave_up || quorum(held.claim.fenced, members.size())) {
     ready_ = false;
     return true;
   }
@@ -267,6 +290,7 @@ ViewId Agreement::ensure_view(const std::shared_ptr<const MemberList>& members) 
   view.members = members;
   view.claim.proposed = bits::empty(members->size());
   view.claim.ready = bits::empty(members->size());
+  view.claim.voted = bits::empty(members->size());
   view.claim.committed = bits::empty(members->size());
   view.claim.fenced = bits::empty(members->size());
   views_.emplace(id, std::move(view));
@@ -278,6 +302,10 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   const MemberList* wanted = candidate(now, table);
   const View* best = nullptr;
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
+    // A view we fenced, or a quorum fenced, can never commit (a member buried by mistake may
+    // make it valid again): offer its members under a new id instead.
+    if (fenced_.count(it->first) || quorum(it->second.claim.fenced, it->second.members->size()))
+      continue;
     if (valid(it->second, table, false)) {
       best = &it->second;
       break;
@@ -332,7 +360,14 @@ bool Agreement::advance(const MemberTable& table) {
     bits::set(view.claim.ready, index);
     changed = true;
   }
-  if (ready_ && bits::full(view.claim.ready, size) && !fenced_.count(*held_)) {
+  if (ready_ && bits::full(view.claim.ready, size) && !fenced_.count(*held_) &&
+      !bits::get(view.claim.voted, index)) {
+    // Our vote: we saw every member ready. We do not commit on our own word, only once a
+    // quorum voted, so survivors can always learn whether we might have (see fence()).
+    bits::set(view.claim.voted, index);
+    changed = true;
+  }
+  if (bits::get(view.claim.voted, index) && quorum(view.claim.voted, size)) {
     committed_ = held_;
     bits::set(view.claim.committed, index);
     changed = true;
@@ -342,7 +377,7 @@ bool Agreement::advance(const MemberTable& table) {
 
 bool Agreement::adopt_commit(const MemberTable& table) {
   for (auto& [id, view] : views_) {
-    if (!bits::any(view.claim.committed)) continue;
+    if (!quorum(view.claim.voted, view.members->size())) continue;
     if (fenced_.count(id) && !committed_by_live_member(view, table)) continue;
     auto index = my_index(view);
     if (!index) {
@@ -351,25 +386,26 @@ bool Agreement::adopt_commit(const MemberTable& table) {
       foreign_commit_ = full_claim(view);
       return true;
     }
-    // Every member was ready on this view, us included: we are locked on it already, or
-    // were and are about to hear the last bits. Adopting it cannot contradict anyone.
+    // A quorum voted, so every member was ready on this view, us included, and no quorum
+    // can ever fence it: we are locked on it already, or were and are about to hear the last
+    // bits. Adopting it cannot contradict anyone.
     committed_ = id;
     held_ = id;
     ready_ = true;
     bits::set(view.claim.ready, *index);
-    bits::set(view.claim.committed, *index);
+    bits::set(view.claim.committed, *index);  // we know the outcome; no vote needed any more
     return true;
   }
   return false;
 }
 
 bool Agreement::committed_by_live_member(const View& view, const MemberTable& table) const {
-  // A commit bit from a member that has not restarted: that member never fenced, so the
-  // fence cannot be complete and nobody moved on; adopting is safe. A commit bit only from a
-  // restarted member's old process is ignored by a fenced node (that process is gone).
+  // A vote from a member that has not restarted: that member never fenced, so not every
+  // live member fenced and nobody moved on by rule 6; adopting is safe. Votes only from
+  // restarted members' old processes are ignored by a fenced node (those processes are gone).
   const auto& members = *view.members;
   for (std::size_t i = 0; i < members.size(); ++i) {
-    if (bits::get(view.claim.committed, i) && !superseded(members[i], table)) return true;
+    if (bits::get(view.claim.voted, i) && !superseded(members[i], table)) return true;
   }
   return false;
 }
@@ -384,7 +420,7 @@ bool Agreement::step(Time now, const MemberTable& table) {
   stepped_version_ = table.version();
   bool changed = adopt_commit(table);
   if (committed_ || not_admitted_) return changed;
-  changed = fence_restarted_members(table) || changed;
+  changed = fence(table) || changed;
   changed = release_if_dead(table) || changed;
   changed = choose_held(now, table) || changed;
   changed = advance(table) || changed;
@@ -426,11 +462,8 @@ std::vector<ViewClaim> Agreement::claims_to_send(const MemberKey* receiver) cons
         }
         --view.members_sent_quota;
         const bool holds = bits::get(claim.proposed, i) || bits::get(claim.ready, i) ||
-                           bits::get(claim.committed, i);
-        if (holds || bits::get(view.members_sent, i)) {
-          return ViewClaim{claim.round,    claim.attempt, claim.digest,    {},
-                           claim.proposed, claim.ready,   claim.committed, claim.fenced};
-        }
+                           bits::get(claim.voted, i) || bits::get(claim.committed, i);
+        if (holds || bits::get(view.members_sent, i)) return claim;  // members stay empty
         bits::set(view.members_sent, i);
       }
     }
@@ -525,12 +558,20 @@ void Agreement::check_invariants() const {
     const std::size_t size = view.members->size();
     if (view.claim.proposed.size() != bits::bytes_for(size) ||
         view.claim.ready.size() != bits::bytes_for(size) ||
+        view.claim.voted.size() != bits::bytes_for(size) ||
         view.claim.committed.size() != bits::bytes_for(size) ||
         view.claim.fenced.size() != bits::bytes_for(size)) {
       fail("seen-by set size does not match the view");
     }
-    if (bits::any(view.claim.committed) && !bits::full(view.claim.ready, size)) {
-      fail("a commit bit without a full ready set");
+    if (bits::any(view.claim.voted) && !bits::full(view.claim.ready, size)) {
+      fail("a vote without a full ready set");
+    }
+    if (bits::any(view.claim.committed) && !quorum(view.claim.voted, size)) {
+      fail("a commit bit without a quorum of votes");
+    }
+    if (auto index = my_index(view);
+        index && bits::get(view.claim.voted, *index) && bits::get(view.claim.fenced, *index)) {
+      fail("we voted for a view and fenced it");
     }
   }
   if (ready_ && !held_) fail("ready without a held view");
@@ -544,6 +585,10 @@ void Agreement::check_invariants() const {
     if (held_->attempt > max_attempt_) fail("held attempt above the highest attempt seen");
   }
   if (committed_ && !(held_ && *held_ == *committed_)) fail("committed view is not the held view");
+  if (committed_) {
+    const View& view = views_.at(*committed_);
+    if (!quorum(view.claim.voted, view.members->size())) fail("committed without a quorum");
+  }
   if (committed_ && fenced_.count(*committed_) &&
       !bits::any(views_.at(*committed_).claim.committed)) {
     fail("committed a view we fenced");

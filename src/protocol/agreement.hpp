@@ -3,18 +3,23 @@
 // (attempt, digest):
 //
 //   proposed(V) bit of m: m held V.          ready(V) bit of m: m saw proposed(V) full.
-//   committed(V) bit of m: m saw ready(V) full, so V is the round's outcome.
+//   voted(V) bit of m: m saw ready(V) full and votes for V. V is the round's outcome once a
+//   quorum of its members voted (more than half, or half with its first member).
+//   committed(V) bit of m: m saw that quorum (it knows the outcome).
+//   fenced(V) bit of m: m promised never to vote for V.
 //
 //   1. A node's held view only ever increases in that order.
 //   2. A ready node keeps its view until the view is provably dead: some member of it holds a
-//      higher view (by 1 it will never hold this one again, so ready(V) can never fill).
+//      higher view (by 1 it will never hold this one again, so ready(V) can never fill), or
+//      a quorum fenced it (it meets every quorum of votes in a member that never voted).
 //   3. Bits are set only by their owner and merge by union, so a copy can be stale but never
-//      wrong; a full ready(V) therefore means every member is locked on V for good.
-//   4. Learning of a committed view adopts it (a member) or ends the round (not admitted).
-//   5. A member that restarted before its ready bit spread would block a view whose other
-//      members are all ready. Each member that lacks the old process's ready bit sets its
-//      fenced bit (a promise never to commit the view); when every member has fenced or
-//      restarted, no one can commit it and the ready ones move on.
+//      wrong; a full ready(V) with no fence quorum means every member is locked on V.
+//   4. Learning of a view with a quorum of votes adopts it (a member) or ends the round (not
+//      admitted).
+//   5. A ready member that dies (or restarts) before its ready bit reaches everyone would
+//      block a view whose other members are all ready: it may have seen ready full, but it
+//      cannot commit alone. Each member that lacks ready full when it learns of the death
+//      fences; a quorum of fences (or every live member fencing) releases the view.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +42,10 @@ struct ViewId {
   std::uint64_t digest = 0;
   auto operator<=>(const ViewId&) const = default;
 };
+
+/// Whether `set` (bits over a view of `members`) is a quorum: more than half, or exactly half
+/// including member 0. Any two quorums of one view share a member.
+bool quorum(const std::vector<std::uint8_t>& set, std::size_t members);
 
 /// Digest of a round's member list (FNV-1a 64): names a view on every node alike.
 std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members);
@@ -124,7 +133,8 @@ class Agreement {
   ViewClaim full_claim(const View& view) const;
   void update_superseded(const View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
-  bool fence_restarted_members(const MemberTable& table);
+  /// Sets our fenced bit on views with a member gone before we saw ready full (rule 5).
+  bool fence(const MemberTable& table);
   bool superseded(const MemberKey& key, const MemberTable& table) const;
   bool committed_by_live_member(const View& view, const MemberTable& table) const;
   bool choose_held(Time now, const MemberTable& table);
@@ -143,7 +153,7 @@ class Agreement {
   std::optional<ViewId> held_;
   bool ready_ = false;
   std::optional<ViewId> committed_;
-  std::set<ViewId> fenced_;  ///< views we promised never to commit (a member restarted)
+  std::set<ViewId> fenced_;  ///< views we promised never to vote for (a member died or restarted)
   bool not_admitted_ = false;
   std::optional<ViewClaim> foreign_commit_;
   std::uint64_t max_attempt_ = 0;

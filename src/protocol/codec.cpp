@@ -380,8 +380,8 @@ void check_bitset(const std::vector<std::uint8_t>& bits, std::size_t members, st
 void check_view_claim(const ViewClaim& v, const Path& path) {
   if (v.members.empty()) {
     // By reference: the receiver knows the members from (round, attempt, digest) and checks
-    // the sizes against them; here the four sets only have to agree with each other.
-    for (const auto* set : {&v.ready, &v.committed, &v.fenced}) {
+    // the sizes against them; here the five sets only have to agree with each other.
+    for (const auto* set : {&v.ready, &v.voted, &v.committed, &v.fenced}) {
       if (set->size() != v.proposed.size()) {
         reject(Kind::malformed, path,
                "seen-by sets of a claim by reference differ in size (" +
@@ -399,19 +399,21 @@ void check_view_claim(const ViewClaim& v, const Path& path) {
   }
   check_bitset(v.proposed, v.members.size(), "proposed", path);
   check_bitset(v.ready, v.members.size(), "ready", path);
+  check_bitset(v.voted, v.members.size(), "voted", path);
   check_bitset(v.committed, v.members.size(), "committed", path);
   check_bitset(v.fenced, v.members.size(), "fenced", path);
 }
 
 template <class Io>
 void layout(Io& io, In<ViewClaim, Io>& v) {
-  io.begin(8);
+  io.begin(9);
   io.field("round", v.round);
   io.field("attempt", v.attempt);
   io.field("digest", v.digest);
   io.field("members", v.members);
   io.field("proposed", v.proposed);
   io.field("ready", v.ready);
+  io.field("voted", v.voted);
   io.field("committed", v.committed);
   io.field("fenced", v.fenced);
   if constexpr (!Io::kWriting) check_view_claim(v, io.path());

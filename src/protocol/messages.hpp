@@ -9,7 +9,7 @@
 
 namespace gossip_rdzv::protocol {
 
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr char kMagic[] = "GRDZ";
 
 /// What a node says about itself when it joins; never changes for one process.
@@ -57,9 +57,11 @@ struct ViewClaim {
   std::vector<MemberKey> members;       ///< sorted
   std::vector<std::uint8_t> proposed;   ///< members seen holding this view
   std::vector<std::uint8_t> ready;      ///< members seen ready (they saw `proposed` full)
-  std::vector<std::uint8_t> committed;  ///< members seen committed (they saw `ready` full)
-  std::vector<std::uint8_t> fenced;     ///< members that gave up on this view for good: one of
-                                        ///< its members restarted before its ready bit reached them
+  std::vector<std::uint8_t> voted;      ///< members that saw `ready` full and vote for the view
+  std::vector<std::uint8_t> committed;  ///< members seen committed (they saw a quorum of votes)
+  std::vector<std::uint8_t> fenced;     ///< members that promised never to vote for it: one of
+                                        ///< its members died or restarted before they saw
+                                        ///< `ready` full
 
   bool operator==(const ViewClaim&) const = default;
 };

@@ -655,7 +655,8 @@ struct Simulator::Impl {
         };
         out << "; holds view attempt " << snap.held->attempt << " of " << snap.held->members.size()
             << " members, proposed " << bits(snap.held->proposed) << " ready "
-            << bits(snap.held->ready) << " committed " << bits(snap.held->committed) << " {";
+            << bits(snap.held->ready) << " voted " << bits(snap.held->voted) << " committed "
+            << bits(snap.held->committed) << " fenced " << bits(snap.held->fenced) << " {";
         for (std::size_t k = 0; k < snap.held->members.size() && k < 12; ++k)
           out << (k ? " " : "") << snap.held->members[k].endpoint << "/g"
               << snap.held->members[k].generation;

@@ -195,19 +195,12 @@ TEST(Scenarios, WrongSuspicion) {
 TEST(Scenarios, DedicatedSeedKilledAfterBootstrap) {
   expect_seeds_pass("seed-killed", 10, 1, 5);
 }
-// The seed is a member here: killed in the round, it is a member crash. A run passes or
-// ends blocked with the documented limit ("Crash after others are ready", docs/protocol.md:
-// about one run in five of this scenario, 43 of seeds 1-200 at this commit); nothing else.
+// The seed is a member here: killed in the round, it is a member crash. Until votes (protocol
+// version 2) about one run in five blocked: every survivor was ready and waited for the dead
+// seed's ready bit (40 of seeds 1-200 at N = 10, 73 at N = 50). Now the survivors fence the
+// view and agree without it.
 TEST(Scenarios, SeedMemberKilledAfterBootstrap) {
-  int blocked = 0;
-  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    const auto run = run_isolated("seed-member-killed", 10, seed);
-    if (run.passed()) continue;
-    EXPECT_EQ(run.status, testing::IsolatedRun::Status::failed) << run.report;
-    EXPECT_EQ(run.worst, FailureKind::liveness) << run.report;
-    ++blocked;
-  }
-  EXPECT_LE(blocked, 3);  // seeds 1-10 block 2 times (seeds 2 and 10)
+  expect_seeds_pass("seed-member-killed", 10, 1, 20);
 }
 TEST(Scenarios, MinAtMostHalfMaxSplit) {
   expect_seeds_pass("split", 10, 2, 6);
@@ -237,19 +230,25 @@ TEST(Regression, HeldViewPrunedWithManyViews) {
 }
 
 // --nnodes 9:10, the seed node 0 crashes just after all joined: every survivor is ready on
-// the 10-view and waits forever for node 0's ready bit (release_if_dead needs a member on a
-// higher view, and a ready node never moves up): a crash after the ready phase blocks.
-// Found as seed 33; since the scaling work (faster membership, claims by reference) that
-// seed's round commits before the crash, and seed 10 shows the same blocking.
-TEST(Regression, CrashedMemberBlocksReadyView) {
+// the 10-view and waited forever for node 0's ready bit (release_if_dead needed a member on
+// a higher view, and a ready node never moves up): a crash after the ready phase blocked,
+// since node 0 might have seen every ready bit and committed alone. Found as seed 33; since
+// the scaling work that seed commits before the crash, and seed 10 showed the same. Fixed by
+// votes: nobody commits on its own word, only on a quorum of votes, so the survivors (a
+// quorum) fence the view and agree on the nine of them.
+TEST(Regression, CrashedMemberBlockedReadyView) {
   const auto run = run_isolated("seed-member-killed", 10, 10);
-  // Open and documented (docs/protocol.md, "Crash after others are ready"): without a
-  // restart the survivors cannot tell the crash from a partition, so they wait (and the
-  // runtime ends them at --join-timeout naming the member). Safety must hold; when this
-  // starts passing, the limit is gone: make it EXPECT_TRUE(run.passed()).
-  EXPECT_NE(run.status, testing::IsolatedRun::Status::safety) << run.report;
-  EXPECT_NE(run.status, testing::IsolatedRun::Status::aborted) << run.report;
-  EXPECT_EQ(run.worst, FailureKind::liveness) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// Found while adding votes, before the `committed` bit meant "saw a quorum": slot 5 votes and
+// is cut off (0.463 s) before it sees a quorum; the others commit, see every vote, take that
+// for "everyone knows", linger 1 s and exit. Slot 5 comes back to nobody: stranded in the
+// committed view. Since version 2's commit bit is set only on a quorum, the others serve the
+// outcome until slot 5 has it.
+TEST(Regression, VoterCutOffBeforeTheQuorumIsStranded) {
+  const auto run = run_isolated("wrong-suspicion", 10, 25);
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 // --nnodes 4:5: slot 2 commits first and crashes at that instant (its last pushes die with

@@ -1,5 +1,6 @@
 // Agreement on its own: claims by reference, bit merging limits, announcements of a member
-// that restarted after the view formed.
+// that restarted after the view formed, commit by a quorum of votes and release by a quorum
+// of fences.
 #include "protocol/agreement.hpp"
 
 #include <gtest/gtest.h>
@@ -26,12 +27,12 @@ std::string endpoint(int i) {
   return "10.0.0." + std::to_string(i) + ":1";
 }
 
-/// Node `self` of a 3-node round whose table knows all three.
+/// Node `self` of a 3-node round (--nnodes min:3) whose table knows all three.
 struct Node {
-  explicit Node(int self)
+  explicit Node(int self, std::uint32_t min = 3)
       : key{endpoint(self), 1},
         table(endpoint(self)),
-        agreement(AgreementConfig{key, 0, 3, 3, Time{0}}) {
+        agreement(AgreementConfig{key, 0, min, 3, Time{0}}) {
     table.set_self(record(endpoint(self)));
     for (int i = 1; i <= 3; ++i) {
       if (i != self) table.merge(record(endpoint(i)), Time{0}, Time{0}, "x");
@@ -117,12 +118,14 @@ TEST(Agreement, BitsPastTheViewAndUncertifiedCommitBitsAreIgnored) {
   b.agreement.merge(claim);
   claim.members.clear();
   claim.ready = {0xf8};      // only bits past member 2: must not count
-  claim.committed = {0x07};  // a commit without a full ready set: not believable
+  claim.voted = {0x07};      // votes without a full ready set: not believable
+  claim.committed = {0x07};  // commits without a quorum of (believable) votes: neither
   b.agreement.merge(claim);
   b.agreement.step(Time{1}, b.table);
   const auto held = b.agreement.held_view();
   ASSERT_TRUE(held);
   EXPECT_EQ(bits::count(held->ready), 0u);
+  EXPECT_EQ(bits::count(held->voted), 0u);
   EXPECT_EQ(bits::count(held->committed), 0u);
   b.agreement.check_invariants();
 }
@@ -147,6 +150,154 @@ TEST(Agreement, CommitsWithTheAnnouncementOfAMemberThatRestartedSince) {
   ASSERT_EQ(members.size(), 3u);
   EXPECT_EQ(members[2].endpoint, endpoint(3));
   EXPECT_EQ(members[2].generation, 1u);
+}
+
+/// Steps `from` and delivers its claims to each of `to`.
+void send(Node& from, std::initializer_list<Node*> to, Time now = Time{1}) {
+  from.agreement.step(now, from.table);
+  for (Node* peer : to) {
+    for (const auto& claim : from.agreement.claims_to_send(&peer->key)) {
+      peer->agreement.merge(claim, &from.key);
+    }
+  }
+}
+
+TEST(Agreement, QuorumIsMoreThanHalfOrExactlyHalfWithTheFirstMember) {
+  auto set_of = [](std::size_t size, std::initializer_list<std::size_t> members) {
+    auto set = bits::empty(size);
+    for (auto i : members) bits::set(set, i);
+    return set;
+  };
+  EXPECT_TRUE(quorum(set_of(1, {0}), 1));
+  EXPECT_FALSE(quorum(set_of(1, {}), 1));
+  EXPECT_TRUE(quorum(set_of(2, {0}), 2));
+  EXPECT_FALSE(quorum(set_of(2, {1}), 2));
+  EXPECT_FALSE(quorum(set_of(3, {2}), 3));
+  EXPECT_TRUE(quorum(set_of(3, {1, 2}), 3));
+  EXPECT_TRUE(quorum(set_of(4, {0, 3}), 4));
+  EXPECT_FALSE(quorum(set_of(4, {1, 2}), 4));  // its complement {0, 3} is the quorum
+  EXPECT_TRUE(quorum(set_of(4, {1, 2, 3}), 4));
+  EXPECT_FALSE(quorum(set_of(5, {0, 1}), 5));
+  EXPECT_TRUE(quorum(set_of(5, {2, 3, 4}), 5));
+}
+
+/// a, b and c hold the 3-view and are ready on it; c heard everyone's ready bit (and voted)
+/// but nothing of c's has reached a or b since its proposed bit.
+struct LastReadyUnheard {
+  explicit LastReadyUnheard(std::uint32_t min) : a(1, min), b(2, min), c(3, min) {
+    send(a, {&b, &c});                   // a proposes the view
+    send(c, {&a, &b});                   // c holds it (not ready: b's bit is missing)
+    send(b, {&a, &c});                   // b holds it, sees proposed full: ready
+    send(a, {&b, &c});                   // a is ready too
+    c.agreement.step(Time{1}, c.table);  // c is ready and sees ready full
+  }
+  Node a, b, c;
+};
+
+TEST(Agreement, AMemberThatSawEveryoneReadyVotesButDoesNotCommitAlone) {
+  LastReadyUnheard round(3);
+  const auto held = round.c.agreement.held_view();
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(bits::full(held->ready, 3));
+  EXPECT_TRUE(bits::get(held->voted, 2));  // c's vote
+  EXPECT_FALSE(bits::any(held->committed));
+  // Before votes, c committed here: if it then died, a and b could never know whether it
+  // had, and waited for its ready bit forever.
+  EXPECT_FALSE(round.c.agreement.committed());
+  // c's claims reach b: b sees ready full, votes, and c and b are a quorum of three.
+  send(round.c, {&round.b});
+  send(round.b, {&round.c});
+  EXPECT_TRUE(round.b.agreement.committed());
+  send(round.c, {});
+  EXPECT_TRUE(round.c.agreement.committed());
+  // a never heard from c, but a quorum voted: it adopts the same view.
+  send(round.b, {&round.a});
+  send(round.a, {});
+  EXPECT_TRUE(round.a.agreement.committed());
+  EXPECT_EQ(round.a.agreement.committed_view()->digest, held->digest);
+  for (Node* node : {&round.a, &round.b, &round.c}) node->agreement.check_invariants();
+}
+
+TEST(Agreement, SurvivorsOfAMemberThatDiedUnheardFenceItsViewAndAgreeWithoutIt) {
+  LastReadyUnheard round(2);  // --nnodes 2:3
+  const std::uint64_t three = round.c.agreement.held_view()->digest;
+  // c dies. a and b declare it dead: ready but without c's ready bit, each fences the view.
+  for (Node* survivor : {&round.a, &round.b}) {
+    survivor->table.declare_dead(endpoint(3), Time{2});
+  }
+  send(round.a, {&round.b}, Time{2});
+  EXPECT_TRUE(bits::get(round.a.agreement.held_view()->fenced, 0));
+  // b fences too: {a, b} is a quorum of three, so no quorum can ever vote for the 3-view
+  // and both move on to the 2-view they agree on.
+  for (int i = 0; i < 4; ++i) {
+    send(round.b, {&round.a}, Time{2});
+    send(round.a, {&round.b}, Time{2});
+  }
+  ASSERT_TRUE(round.a.agreement.committed());
+  ASSERT_TRUE(round.b.agreement.committed());
+  EXPECT_EQ(round.a.agreement.committed_view()->digest, round.b.agreement.committed_view()->digest);
+  EXPECT_EQ(round.a.agreement.committed_view()->members.size(), 2u);
+  // Had c lived (cut off, not dead), nothing it hears lets it commit the 3-view: a and b
+  // fenced it, so its vote never finds a second one.
+  send(round.a, {&round.c}, Time{3});
+  send(round.b, {&round.c}, Time{3});
+  send(round.c, {}, Time{3});
+  EXPECT_FALSE(round.c.agreement.committed() &&
+               round.c.agreement.committed_view()->digest == three);
+  for (Node* node : {&round.a, &round.b, &round.c}) node->agreement.check_invariants();
+}
+
+TEST(Agreement, AWronglyBuriedMemberThatRefutesIsAgreedWithAgainAfterTheFence) {
+  LastReadyUnheard round(3);  // --nnodes 3: nothing can be agreed without c
+  const std::uint64_t fenced_attempt = round.c.agreement.held_view()->attempt;
+  for (Node* survivor : {&round.a, &round.b}) {
+    survivor->table.declare_dead(endpoint(3), Time{2});
+  }
+  for (int i = 0; i < 3; ++i) {
+    send(round.a, {&round.b}, Time{2});
+    send(round.b, {&round.a}, Time{2});
+  }
+  EXPECT_FALSE(round.a.agreement.committed());
+  // c was only cut off: it refutes (a higher incarnation, alive) and everyone talks again.
+  // The fenced view can never commit, so it must not be held again: the three agree on a
+  // new view of the same members.
+  MemberRecord refuted = record(endpoint(3));
+  refuted.incarnation = 7;
+  for (Node* survivor : {&round.a, &round.b}) {
+    survivor->table.merge(refuted, Time{3}, Time{10}, "x");
+  }
+  for (int i = 0; i < 6; ++i) {
+    for (Node* from : {&round.a, &round.b, &round.c}) {
+      send(*from, {&round.a, &round.b, &round.c}, Time{3});
+    }
+  }
+  for (Node* node : {&round.a, &round.b, &round.c}) {
+    ASSERT_TRUE(node->agreement.committed());
+    // The same three members (so the same digest), under a higher attempt.
+    EXPECT_GT(node->agreement.committed_view()->attempt, fenced_attempt);
+    EXPECT_EQ(node->agreement.committed_view()->members.size(), 3u);
+    node->agreement.check_invariants();
+  }
+}
+
+TEST(Agreement, AMemberThatSawReadyFullVotesEvenOnceTheOtherIsDead) {
+  LastReadyUnheard round(2);
+  // c's claims reached b before c died: b saw ready full and votes rather than fences, as
+  // does a once it hears from b, although both declared c dead. Fencing here could split
+  // the survivors into voters and fencers with no quorum on either side.
+  send(round.c, {&round.b});
+  for (Node* survivor : {&round.a, &round.b}) {
+    survivor->table.declare_dead(endpoint(3), Time{2});
+  }
+  send(round.b, {&round.a}, Time{2});
+  send(round.a, {&round.b}, Time{2});
+  send(round.b, {}, Time{2});
+  ASSERT_TRUE(round.a.agreement.committed());
+  ASSERT_TRUE(round.b.agreement.committed());
+  EXPECT_EQ(round.a.agreement.committed_view()->members.size(), 3u);
+  EXPECT_FALSE(bits::any(round.a.agreement.committed_view()->fenced));
+  // b's commit bit says it knows the outcome; a vote alone would not have.
+  EXPECT_TRUE(bits::get(round.a.agreement.committed_view()->committed, 1));
 }
 
 }  // namespace

@@ -69,6 +69,7 @@ ViewClaim view(std::uint32_t round) {
   for (int i = 0; i < 10; ++i) v.members.push_back({"n" + std::to_string(i) + ":1", 5});
   v.proposed = {0xff, 0x03};
   v.ready = {0x0f, 0x02};
+  v.voted = {0x03, 0x00};
   v.committed = {0x01, 0x00};
   v.fenced = {0x00, 0x02};
   return v;
@@ -235,7 +236,7 @@ TEST(Codec, PingReqEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = PingReq{5, "a:1"};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x01, 0xa1, 'r', 0xa3, 's',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x02, 0xa1, 'r', 0xa3, 's',
                           ':',  '1',  0x02, 0x05, 0x92, 0x05, 0xa3, 'a',  ':', '1'};
   EXPECT_EQ(encode(e), expected);
 }
@@ -246,7 +247,7 @@ TEST(Codec, UnreachableEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = Unreachable{"a:1", 300, 2};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x01, 0xa1, 'r',  0xa3, 's',  ':',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x02, 0xa1, 'r',  0xa3, 's',  ':',
                           '1',  0x02, 0x0a, 0x93, 0xa3, 'a', ':',  '1',  0xcd, 0x01, 0x2c, 0x02};
   EXPECT_EQ(encode(e), expected);
 }
@@ -303,12 +304,14 @@ TEST(Codec, BitsetsTravelAsBinary) {
   v.members = {{"a", 1}, {"b", 1}, {"c", 2}};
   v.proposed = {0x05};
   v.ready = {0x00};
+  v.voted = {0x06};
   v.committed = {0x07};
   v.fenced = {0x02};
   const Bytes bytes = encode(envelope(Gossip{false, {}, {v}}));
-  // ... the view ends with four bin8 values of one byte each.
-  const Bytes tail(bytes.end() - 12, bytes.end());
-  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x07, 0xc4, 0x01, 0x02}));
+  // ... the view ends with five bin8 values of one byte each.
+  const Bytes tail(bytes.end() - 15, bytes.end());
+  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x06, 0xc4, 0x01, 0x07,
+                         0xc4, 0x01, 0x02}));
   ASSERT_TRUE(decode(bytes).ok());
 }
 
@@ -321,6 +324,7 @@ TEST(Codec, LimitsThemselvesAreAccepted) {
   }
   v.proposed.assign(kMaxBitsetBytes, 0xff);
   v.ready.assign(kMaxBitsetBytes, 0);
+  v.voted.assign(kMaxBitsetBytes, 0);
   v.committed.assign(kMaxBitsetBytes, 0);
   v.fenced.assign(kMaxBitsetBytes, 0);
   MemberRecord r = record(1);
@@ -559,7 +563,7 @@ TEST(Codec, BitsetsMustMatchTheMembers) {
   ASSERT_TRUE(decode(encode(envelope(Ping{1, {}, {v}}))).ok());
 }
 
-// A claim by reference (docs/wire-format.md): no members, four sets of one length.
+// A claim by reference (docs/wire-format.md): no members, five sets of one length.
 TEST(Codec, ClaimByReferenceRoundTripsAndItsSetsMustAgree) {
   ViewClaim v = view(1);
   v.members.clear();
@@ -622,13 +626,22 @@ TEST(Codec, AnotherVersionIsNamedFromItsHeader) {
   EXPECT_EQ(error.header->sender_generation, 3u);
 
   // A future version may change everything after the header, even the envelope's length.
+  const std::uint16_t future = kProtocolVersion + 1;
   error = expect_error(raw_message(
-                           200, [](Packer& p) { p.pack_map(1); }, 2, 11),
+                           200, [](Packer& p) { p.pack_map(1); }, future, 11),
                        Kind::version_mismatch);
   ASSERT_TRUE(error.header.has_value());
-  EXPECT_EQ(error.header->version, 2);
+  EXPECT_EQ(error.header->version, future);
   EXPECT_EQ(error.header->sender, "node9:29400");
-  EXPECT_NE(describe(error).find("version 2"), std::string::npos) << describe(error);
+  EXPECT_NE(describe(error).find("version " + std::to_string(future)), std::string::npos)
+      << describe(error);
+
+  // Version 1 (before votes, docs/protocol.md "Rules") is refused by name too: its nodes
+  // commit on a full ready set alone, which a node of this version must not meet in a round.
+  error = expect_error(raw_message(
+                           1, [](Packer& p) { p.pack_map(1); }, 1, 7),
+                       Kind::version_mismatch);
+  EXPECT_NE(describe(error).find("version 1"), std::string::npos) << describe(error);
 }
 
 TEST(Codec, DescribeNamesTheSenderAndEscapesWireText) {
