@@ -27,11 +27,9 @@ bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>&
 bool quorum(const std::vector<std::uint8_t>& set, std::size_t members) {
   // More than half, or exactly half with the first member: any two such sets share a member,
   // and an even view cannot split into two halves that both wait for the other.
-  const std::size_t count = bits::count(set);
+  const std::size_t count = bits::count_within(set, members);
   return 2 * count > members || (2 * count == members && members > 0 && bits::get(set, 0));
 }
-
-namespace {}  // namespace
 
 std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members) {
   std::uint64_t hash = fnv1a(kFnvOffset, &round, sizeof round);
@@ -100,9 +98,7 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
   if (bits::full_within(claim.ready, size)) {
     grew = bits::merge_within(mine.voted, claim.voted, size) || grew;
-    auto votes = claim.voted;
-    bits::trim(votes, size);
-    if (quorum(votes, size))
+    if (quorum(claim.voted, size))
       grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
   }
   grew = bits::merge_within(mine.fenced, claim.fenced, size) || grew;

@@ -70,6 +70,19 @@ inline std::size_t count(const Bytes& set) {
   return total;
 }
 
+/// Set bits among 0..members-1 (bits past them do not count).
+inline std::size_t count_within(const Bytes& set, std::size_t members) {
+  std::size_t total = 0;
+  const std::size_t whole = std::min(set.size(), members / 8);
+  for (std::size_t i = 0; i < whole; ++i)
+    total += static_cast<std::size_t>(__builtin_popcount(set[i]));
+  if (members % 8 != 0 && members / 8 < set.size()) {
+    const unsigned mask = (1u << (members % 8)) - 1u;
+    total += static_cast<std::size_t>(__builtin_popcount(set[members / 8] & mask));
+  }
+  return total;
+}
+
 inline bool full(const Bytes& set, std::size_t members) {
   return count(set) == members;
 }

@@ -179,6 +179,9 @@ TEST(Agreement, QuorumIsMoreThanHalfOrExactlyHalfWithTheFirstMember) {
   EXPECT_TRUE(quorum(set_of(4, {1, 2, 3}), 4));
   EXPECT_FALSE(quorum(set_of(5, {0, 1}), 5));
   EXPECT_TRUE(quorum(set_of(5, {2, 3, 4}), 5));
+  // Bits past the view (a claim by reference may carry them) do not count.
+  EXPECT_FALSE(quorum({0xf8}, 3));
+  EXPECT_FALSE(quorum({0x01, 0xff}, 4));
 }
 
 /// a, b and c hold the 3-view and are ready on it; c heard everyone's ready bit (and voted)
