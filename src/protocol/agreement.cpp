@@ -71,8 +71,10 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
     if (view_digest(claim.round, claim.members) != claim.digest) return false;
     const std::size_t size = claim.members.size();
-    ViewClaim incoming = claim;
-    incoming.members.clear();
+    // Not a copy of `claim` then clear(): the stored claim would keep the member list's
+    // capacity (~40 B a member, for every view of every node: 4 GB at N = 10,000).
+    ViewClaim incoming{claim.round, claim.attempt, claim.digest,    {},          claim.proposed,
+                       claim.ready, claim.voted,   claim.committed, claim.fenced};
     for (auto* set : {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed,
                       &incoming.fenced}) {
       bits::trim(*set, size);
