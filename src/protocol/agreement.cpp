@@ -222,11 +222,9 @@ bool Agreement::fence(const MemberTable& table) {
     ViewClaim& claim = view.claim;
     const std::size_t size = view.members->size();
     auto index = my_index(view);
-    // A node that saw ready full votes instead (advance); a vote and a fence never meet.
-    if (!index || bits::get(claim.fenced, *index) || bits::get(claim.voted, *index) ||
-        bits::full(claim.ready, size)) {
-      continue;
-    }
+    // A node that saw ready full votes instead (advance), and ready bits are never cleared:
+    // a vote and a fence never meet (check_invariants holds both).
+    if (!index || bits::get(claim.fenced, *index) || bits::full(claim.ready, size)) continue;
     update_superseded(view, table);
     bool missing_restarted = false;
     for (std::uint32_t i : view.superseded) {
