@@ -585,10 +585,6 @@ void Agreement::check_invariants() const {
     const View& view = views_.at(*committed_);
     if (!quorum(view.claim.voted, view.members->size())) fail("committed without a quorum");
   }
-  if (committed_ && fenced_.count(*committed_) &&
-      !bits::any(views_.at(*committed_).claim.committed)) {
-    fail("committed a view we fenced");
-  }
 }
 
 }  // namespace gossip_rdzv::protocol
