@@ -24,6 +24,23 @@
 #include "gossip_rdzv/store.hpp"
 #include "store/gloo_store.hpp"
 
+namespace {
+
+/// Returns once every one of `size` ranks has called it. The last to arrive sets a key the
+/// others wait for. Its home may leave as soon as it has seen that key; a rank that asks too
+/// late is told the home is unavailable, which also means everyone had arrived (or the home
+/// crashed, and then the group is broken anyway): our allreduce has completed either way.
+void leave_together(gossip_rdzv::Store& store, const std::string& prefix, int size) {
+  if (store.add(prefix + "left", 1) == size) store.set(prefix + "all_left", "1");
+  try {
+    store.wait({prefix + "all_left"});
+  } catch (const gossip_rdzv::StoreError& error) {
+    if (error.code() != gossip_rdzv::StoreErrorCode::unavailable) throw;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"gloo full mesh and allreduce through gossip-rdzv's masterless store"};
   std::string seed;
@@ -99,9 +116,15 @@ int main(int argc, char** argv) {
       std::printf("gloo_mesh rank %d/%d: allreduce sum %g (expected %g) %s\n", rank, size,
                   static_cast<double>(data.front()), expected, ok ? "ok" : "WRONG");
       std::fflush(stdout);
+
+      // Leaving closes our gloo connections, and gloo fails a receive on a closed pair even
+      // when its data has already arrived (tcp::Buffer::waitRecv checks the pair's error
+      // first). In the ring our left-hand neighbour may still wait for data from its own
+      // left when we are done, and would then fail to read the notification we sent it; so
+      // nobody closes before every rank is out of the allreduce. The store carries this
+      // barrier, not gloo.
+      leave_together(store.store(), store.prefix(), size);
     }
-    // Every member finished connectFullMesh before this allreduce could complete, so no one
-    // needs the keys this node holds any more: serve the peers until they know the outcome.
     node.finish();
     node.stop();
     return ok ? 0 : 1;
