@@ -56,11 +56,17 @@ inline bool merge_within(Bytes& into, const Bytes& other, std::size_t members) {
   return grew;
 }
 
+/// The bits of byte members / 8 that belong to members 0..members-1 (0 when members % 8 is 0:
+/// that byte is past the set).
+inline unsigned tail_mask(std::size_t members) {
+  return (1u << (members % 8)) - 1u;
+}
+
 /// Clears bits past `members` in the last byte, so a peer cannot make a set look full.
 inline void trim(Bytes& set, std::size_t members) {
   set.resize(bytes_for(members), 0);
   if (members % 8 != 0 && !set.empty()) {
-    set.back() = static_cast<std::uint8_t>(set.back() & ((1u << (members % 8)) - 1u));
+    set.back() = static_cast<std::uint8_t>(set.back() & tail_mask(members));
   }
 }
 
@@ -77,8 +83,7 @@ inline std::size_t count_within(const Bytes& set, std::size_t members) {
   for (std::size_t i = 0; i < whole; ++i)
     total += static_cast<std::size_t>(__builtin_popcount(set[i]));
   if (members % 8 != 0 && members / 8 < set.size()) {
-    const unsigned mask = (1u << (members % 8)) - 1u;
-    total += static_cast<std::size_t>(__builtin_popcount(set[members / 8] & mask));
+    total += static_cast<std::size_t>(__builtin_popcount(set[members / 8] & tail_mask(members)));
   }
   return total;
 }
@@ -92,8 +97,7 @@ inline bool full_within(const Bytes& set, std::size_t members) {
   if (set.size() < bytes_for(members)) return false;
   for (std::size_t i = 0; i < members / 8; ++i)
     if (set[i] != 0xff) return false;
-  const std::size_t rest = members % 8;
-  return rest == 0 || (set[members / 8] & ((1u << rest) - 1u)) == ((1u << rest) - 1u);
+  return members % 8 == 0 || (set[members / 8] & tail_mask(members)) == tail_mask(members);
 }
 
 inline bool any(const Bytes& set) {
