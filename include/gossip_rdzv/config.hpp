@@ -39,6 +39,8 @@ struct Timing {
                                            ///< (memberlist's GossipToTheDeadTime), so a wrongly
                                            ///< buried member hears it and refutes
   milliseconds commit_grace{5000};         ///< after committing, serve peers at most this long
+                                           ///< (a seed: at least join_backoff_max, so a node
+                                           ///< that starts after the commit is told)
   milliseconds outcome_linger{1000};  ///< after everyone committed, keep answering this long so
                                       ///< that a node started a moment too late is told it was
                                       ///< not admitted instead of finding nobody there

@@ -71,7 +71,9 @@ class Node {
   Progress progress() const;
 
   /// After commit: keep answering peers until every member knows the outcome, at most
-  /// `config.timing.commit_grace`. Returns immediately if not committed.
+  /// `config.timing.commit_grace`; a seed stays max(commit_grace, join_backoff_max) after
+  /// its commit, for processes that start or restart late (docs/protocol.md, rule 7).
+  /// Returns immediately if not committed.
   void finish();
 
   /// Stops the background thread and closes sockets. Idempotent.

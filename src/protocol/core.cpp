@@ -118,6 +118,14 @@ struct Core::Impl {
     const MemberKey key{peer, row->ann->generation};
     return agreement.claims_to_send(&key);
   }
+  /// Our claims in answer to `msg`: for the process that sent it, which may be a newer one at
+  /// that endpoint than our table knows (it restarted). Its earlier process held our views;
+  /// by reference they would mean nothing to it.
+  std::vector<ViewClaim> views(const Envelope& msg) const {
+    if (config.seed_only) return {};
+    const MemberKey key{msg.sender, msg.sender_generation};
+    return agreement.claims_to_send(&key);
+  }
 
   std::vector<std::string> gossip_targets(std::size_t count) {
     if (agreement.committed()) {
@@ -321,6 +329,16 @@ struct Core::Impl {
     // joiner that goes silent right after reads "last heard", not "never heard directly".
     table.heard_from(env.sender, env.sender_generation, now);
     note_join(now, env.sender, env.sender_generation);
+    if (outside_committed_view(env.sender, env.sender_generation)) {
+      // The round closed without this process (a late joiner, or a restart whose old process
+      // is in the view): its answer is the outcome alone. A JoinReply would make it joined,
+      // and a joined node stops asking us; if the outcome were lost it would then wait for
+      // its join timeout among members that leave. Unanswered, it asks again.
+      Gossip outcome;
+      outcome.views = views(env);
+      send(env.sender, std::move(outcome));
+      return;
+    }
     JoinReply reply;
     reply.seed_is_member = !config.seed_only;
     for (const auto& peer : table.sample_peers(prng, config.timing.join_sample_size, env.sender)) {
@@ -346,10 +364,18 @@ struct Core::Impl {
       joiners_to_forward.push_back(join.self);
     }
     if (agreement.committed()) {
-      Gossip outcome;  // a late joiner learns at once that the round is closed
-      outcome.views = views(env.sender);
+      Gossip outcome;  // a member that missed the commit learns it at once
+      outcome.views = views(env);
       send(env.sender, std::move(outcome));
     }
+  }
+
+  /// Whether we committed and `endpoint`/`generation` is no member of the committed view.
+  bool outside_committed_view(const std::string& endpoint, std::uint64_t generation) const {
+    if (!commit_reported || config.seed_only) return false;
+    const MemberList* members = agreement.committed_member_list();
+    return members != nullptr &&
+           !std::binary_search(members->begin(), members->end(), MemberKey{endpoint, generation});
   }
   void handle(Time now, const Envelope& env, const JoinReply& reply) {
     mark_joined(env.sender);
@@ -363,7 +389,7 @@ struct Core::Impl {
     Ack ack;
     ack.seq = ping.seq;
     ack.updates = table.take_piggyback(config.timing.max_piggyback);
-    ack.views = views(env.sender);
+    ack.views = views(env);
     send(env.sender, std::move(ack));
   }
   void handle(Time now, const Envelope& env, const Ack& ack) {
@@ -417,7 +443,7 @@ struct Core::Impl {
     if (gossip.want_reply) {
       Gossip reply;
       reply.updates = full_state();
-      reply.views = views(env.sender);
+      reply.views = views(env);
       send(env.sender, std::move(reply));
     }
   }
@@ -436,7 +462,7 @@ struct Core::Impl {
                           .count())
                 : QueryReply::kNeverHeard);
     }
-    reply.views = views(env.sender);
+    reply.views = views(env);
     send(env.sender, std::move(reply));
   }
   void handle(Time, const Envelope&, const QueryReply&) {}
@@ -548,11 +574,19 @@ struct Core::Impl {
     return !unmet_seeds.empty();
   }
 
+  /// Joined, without an outcome, and no live peer known: a member's PingReq made us joined
+  /// before any row reached us, or every peer we knew is dead (they committed without us and
+  /// left). Ask the seed again, as before joining: it answers with members or the outcome.
+  bool lost_touch() const {
+    return joined && !listed_seed && !commit_reported && !not_admitted_reported &&
+           table.live_peers().empty();
+  }
+
   void tick_join(Time now) {
     if (now < next_join_at || config.seeds.empty()) return;
     Join join;
     join.self = self_record();
-    if (joined) {
+    if (joined && !lost_touch()) {
       if (!meeting_seeds()) return;
       // A few of them per attempt: their rows also arrive by gossip, and joining every other
       // seed at once would cost each seed work that grows with the number of seeds.
@@ -730,11 +764,36 @@ struct Core::Impl {
       push_gossip(config.timing.gossip_fanout);
     }
     if (agreement.committed() && !done && commit_reported &&
-        ((agreement.everyone_committed() &&
-          now >= committed_at + as_time(config.timing.outcome_linger)) ||
-         now >= committed_at + as_time(config.timing.commit_grace))) {
+        (now >= stay_until() || (agreement.everyone_committed() && now >= linger_until()))) {
       done = true;
     }
+  }
+
+  /// Whether we are a seed of our run: the node that late and restarted processes ask.
+  bool am_seed() const { return listed_seed || config.seeds.empty(); }
+
+  // How long a committed node serves at most: commit_grace, while members still lack our
+  // bits. A seed stays at least as long as a joiner waits between two attempts
+  // (join_backoff_max), so that any node that can reach it asks at least once after the
+  // commit and is told the outcome (docs/protocol.md, rule 7).
+  Time stay_until() const {
+    auto stay = config.timing.commit_grace;
+    if (am_seed()) stay = std::max(stay, config.timing.join_backoff_max);
+    return committed_at + as_time(stay);
+  }
+
+  // Once every member has committed we stay a little longer: outcome_linger after the
+  // commit, for a node started a moment too late; two gossip periods after the last message
+  // from a node outside the view, whose answer (answer_outsider) may have been lost and
+  // which asks again while it does not know. A seed stays until stay_until(): a node that
+  // starts or restarts after the commit knows nobody else to ask.
+  Time linger_until() const {
+    if (am_seed()) return stay_until();
+    Time until = committed_at + as_time(config.timing.outcome_linger);
+    if (last_outsider_heard) {
+      until = std::max(until, *last_outsider_heard + 2 * as_time(config.timing.gossip_interval));
+    }
+    return until;
   }
 
   void report_commit(Time now) {
@@ -756,12 +815,22 @@ struct Core::Impl {
     push_gossip(config.timing.gossip_fanout);
     last_push_at = now;
     tell_outsiders(*view);
+    next_retell_at = now + as_time(config.timing.probe_interval);
     auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
     if (auto* error = std::get_if<AssignmentError>(&result)) {
       events.push_back(Fatal{error->code, error->message});
     } else {
       events.push_back(Committed{std::get<Assignment>(std::move(result))});
     }
+  }
+
+  // A seed tells them again once per probe interval while it stays (stay_until): one whose
+  // Join arrived after the commit, and whose answer was lost, may next ask only seconds
+  // later (join backoff), and a member's PingReq can make it joined without a row.
+  void tick_retell(Time now) {
+    if (!commit_reported || done || !am_seed() || now < next_retell_at) return;
+    next_retell_at = now + as_time(config.timing.probe_interval);
+    if (auto view = agreement.committed_view()) tell_outsiders(*view);
   }
 
   // Members are told by gossip until they all know; a live node outside the view (an extra
@@ -777,6 +846,25 @@ struct Core::Impl {
       outcome.views = views(peer);
       send(peer, std::move(outcome));
     }
+  }
+
+  // A node outside the committed view that still talks to us does not know the outcome
+  // (told, it would have stopped): tell_outsiders' one message was lost, or it restarted or
+  // came back from a partition after the commit. Answer each such message with the outcome
+  // while we are still here, as a Raft node answers a stale term. Join, Ping and a Gossip
+  // that wants a reply are answered with our claims already; the rest are answered here.
+  void answer_outsider(Time now, const Envelope& msg) {
+    if (!outside_committed_view(msg.sender, msg.sender_generation)) return;
+    last_outsider_heard = now;
+    const auto* gossip = std::get_if<Gossip>(&msg.body);
+    const bool answered_already = std::holds_alternative<Join>(msg.body) ||
+                                  std::holds_alternative<Ping>(msg.body) ||
+                                  (gossip != nullptr && gossip->want_reply);
+    const bool asks = gossip != nullptr || std::holds_alternative<PingReq>(msg.body);
+    if (answered_already || !asks) return;
+    Gossip outcome;
+    outcome.views = views(msg);
+    send(msg.sender, std::move(outcome));
   }
 
   void report_not_admitted() {
@@ -825,6 +913,8 @@ struct Core::Impl {
   Time next_table_pull_at{0};  ///< rate limit of pull_table()
   Time last_push_at{0};
   Time committed_at{0};
+  std::optional<Time> last_outsider_heard;  ///< answer_outsider's last answer
+  Time next_retell_at{0};                   ///< tick_retell (a seed, after its commit)
   std::uint64_t next_seq = 0;
   struct Probe {
     std::string target;
@@ -903,6 +993,7 @@ void Core::on_message(Time now, const Envelope& msg) {
   std::visit([&](const auto& body) { s.handle(now, msg, body); }, msg.body);
   if (!std::holds_alternative<Unreachable>(msg.body)) s.maybe_tell_unreachable(now, msg);
   s.step_agreement(now);
+  s.answer_outsider(now, msg);
 }
 
 void Core::on_version_mismatch(Time, const std::string& sender, std::uint16_t their_version) {
@@ -922,6 +1013,7 @@ void Core::on_tick(Time now) {
     if (s.joined) s.tick_probe(now);
     s.step_agreement(now);
     if (s.joined) s.tick_gossip(now);
+    s.tick_retell(now);
     s.tick_relays(now);
     s.step_agreement(now);
   }
@@ -946,7 +1038,8 @@ Time Core::next_wakeup() const {
   if (!s.started || s.config.seed_only) return kNever;
   Time next = kNever;
   auto consider = [&](Time t) { next = std::min(next, t); };
-  if ((!s.joined && !s.config.seeds.empty()) || !s.unmet_seeds.empty()) consider(s.next_join_at);
+  if (((!s.joined || s.lost_touch()) && !s.config.seeds.empty()) || !s.unmet_seeds.empty())
+    consider(s.next_join_at);
   if (!s.joiners_to_forward.empty()) consider(s.next_forward_at);
   if (s.joined) {
     consider(s.next_probe_at);
@@ -962,10 +1055,9 @@ Time Core::next_wakeup() const {
   // a node that agreed but still waits for rows would otherwise spin at commit_grace or
   // outcome_linger past time zero (the simulator found it at N = 500 with 10% loss).
   if (s.commit_reported && !s.done) {
-    consider(s.committed_at + as_time(s.config.timing.commit_grace));
-    if (s.agreement.everyone_committed()) {
-      consider(s.committed_at + as_time(s.config.timing.outcome_linger));
-    }
+    consider(s.stay_until());
+    if (s.am_seed()) consider(s.next_retell_at);
+    if (s.agreement.everyone_committed()) consider(s.linger_until());
   }
   return next;
 }

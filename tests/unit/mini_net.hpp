@@ -93,6 +93,8 @@ class MiniNet {
   std::vector<Event>& events(const std::string& name) { return events_[name]; }
   /// Raw messages delivered to a node, for tests that inspect the wire.
   std::function<void(const std::string& to, const Envelope&)> on_deliver;
+  /// Every message a node sends, before loss and cuts, whether or not anyone runs at `to`.
+  std::function<void(const std::string& from, const std::string& to, const Envelope&)> on_send;
 
   /// Runs until `until` returns true or `limit` of virtual time passes. Returns `until()`.
   bool run(const std::function<bool()>& until, Time limit = 60s) {
@@ -156,6 +158,7 @@ class MiniNet {
   void drain(const std::string& name) {
     Core& core = *nodes_.at(name);
     while (auto out = core.poll_send()) {
+      if (on_send) on_send(name, out->to, out->msg);
       if (cut_.count({name, out->to})) continue;
       if (!out->reply && one_way_.count({name, out->to})) continue;
       if (!out->reply && loopback_.count(out->to)) out->to = name;
