@@ -388,7 +388,73 @@ void Checker::check_assignment(const LifeRecord& life, const Assignment& a, Time
   if (!d.empty()) bad("differs from assign_ranks(view): " + d);
 }
 
-void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool run_complete) {
+std::map<MemberKey, std::string> Checker::beyond_reach(const Reachability& reach) const {
+  std::map<MemberKey, std::string> beyond;
+  std::vector<const LifeRecord*> committers;
+  Time last_exit{0};
+  for (const auto& view : views_) {
+    for (const auto& key : view.committers) {
+      const LifeRecord& c = lives_.at(key);
+      committers.push_back(&c);
+      last_exit = std::max(last_exit, c.stopped);
+    }
+  }
+  for (const auto& [key, life] : lives_) {
+    if (life.seed_only || life.crashed || life.outcome != LifeRecord::Outcome::none) continue;
+    if (!committers.empty()) {
+      bool reachable = false;
+      bool started_after_all = true;
+      for (const LifeRecord* c : committers) {
+        if (c->stopped == Time::max()) {
+          reachable = true;  // it is still there to answer
+          break;
+        }
+        const Time from = std::max(c->outcome_at, life.started);
+        if (from >= c->stopped) continue;
+        started_after_all = false;
+        const Time window = reach.longest_reachable
+                                ? reach.longest_reachable(life.slot, c->slot, from, c->stopped)
+                                : c->stopped - from;
+        if (window >= reach.min_window) {
+          reachable = true;
+          break;
+        }
+      }
+      if (!reachable) {
+        beyond[key] = started_after_all
+                          ? "started at " + at_text(life.started) +
+                                ", after every node that committed had exited (the last at " +
+                                at_text(last_exit) + ")"
+                          : "reachable from no node that committed, between its commit and its "
+                            "exit (the last at " +
+                                at_text(last_exit) + "), for " + at_text(reach.min_window) +
+                                " without a partition";
+        continue;
+      }
+    }
+    if (life.slot < reach.never_connected.size() && reach.never_connected[life.slot]) {
+      beyond[key] = "the network lost every packet it sent and every packet sent to it";
+      continue;
+    }
+    if (!life.joined && life.slot < reach.seeds.size() && !reach.seeds[life.slot].empty()) {
+      const auto& seeds = reach.seeds[life.slot];
+      const bool all_gone = std::all_of(seeds.begin(), seeds.end(), [&](std::size_t s) {
+        return s < reach.gone_for_good.size() && reach.gone_for_good[s];
+      });
+      if (all_gone) {
+        std::string list;
+        for (std::size_t s : seeds)
+          list += (list.empty() ? "slot " : ", slot ") + std::to_string(s);
+        beyond[key] = "never joined, and every seed it lists (" + list +
+                      ") crashed and never came back: nobody else knows it";
+      }
+    }
+  }
+  return beyond;
+}
+
+void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool run_complete,
+                     const std::map<MemberKey, std::string>& beyond) {
   // Several committed views of one round are a note only where the scenario allows disjoint
   // groups; anywhere else they were reported as an agreement failure when they happened.
   std::map<std::uint32_t, std::vector<std::size_t>> per_round;
@@ -402,12 +468,17 @@ void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool r
     notes_.push_back(text + ") -- documented for MIN <= MAX/2");
   }
   if (!run_complete) return;
+  for (const auto& [key, why] : beyond) {
+    notes_.push_back("slot " + std::to_string(lives_.at(key).slot) + " (" + key_text(key) +
+                     ") had no outcome and nobody who knew one could reach it: " + why +
+                     "; it stops at its join timeout");
+  }
   // Nobody of a committed view is stranded: its running members all commit it (even when
   // fewer than MIN survive, since the view was decided).
   for (const auto& view : views_) {
     for (const auto& n : view.assignment.nodes) {
       auto it = lives_.find(MemberKey{n.endpoint, n.generation});
-      if (it == lives_.end() || it->second.crashed) continue;
+      if (it == lives_.end() || it->second.crashed || beyond.count(it->first)) continue;
       if (it->second.outcome == LifeRecord::Outcome::none)
         fail(FailureKind::liveness, deadline,
              "stranded: " + key_text(it->first) + " is in the committed view " +
@@ -430,7 +501,7 @@ void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool r
                                       : "";
   if (liveness_required) {
     for (const auto& [key, life] : lives_) {
-      if (life.seed_only || life.crashed) continue;
+      if (life.seed_only || life.crashed || beyond.count(key)) continue;
       if (life.outcome == LifeRecord::Outcome::none) {
         bool in_some_view = false;
         for (const auto& view : views_) in_some_view = in_some_view || in_view(view, key);

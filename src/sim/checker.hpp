@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,6 +84,24 @@ struct CommittedView {
   std::vector<Assignment> verified;
 };
 
+/// What the network allowed, for the exceptions to termination (Checker::beyond_reach).
+struct Reachability {
+  /// The longest stretch of [from, until) during which slots a and b could exchange packets.
+  std::function<Time(std::size_t a, std::size_t b, Time from, Time until)> longest_reachable;
+  /// How long a process must be reachable to be owed an outcome: the longest a node waits
+  /// between two attempts to reach its seed (Timing::join_backoff_max). A seed stays that
+  /// long after its commit (docs/protocol.md, rule 7), so a node that can reach it for that
+  /// long is heard.
+  Time min_window{0};
+  /// The slots each slot joins through (its seeds), by slot.
+  std::vector<std::vector<std::size_t>> seeds;
+  /// Slots whose last process crashed and never came back, by slot.
+  std::vector<bool> gone_for_good;
+  /// Slots whose running process never had a packet delivered, to it or from it: the
+  /// network lost every one (at 20% loss, six Joins in a row and more).
+  std::vector<bool> never_connected;
+};
+
 class Checker {
  public:
   explicit Checker(CheckerConfig config);
@@ -94,10 +113,23 @@ class Checker {
   /// Records a failure found outside the events (e.g. undecodable bytes).
   void fail(FailureKind kind, Time at, std::string what);
 
+  /// Running processes without an outcome that no process knowing the outcome could reach,
+  /// each with the reason: no protocol could tell them, and termination does not ask it
+  /// (they stop at their own join timeout). Two cases, both faults that never healed while
+  /// anyone who knew was there:
+  ///  - somebody committed, and no committer was reachable from this process, between its
+  ///    commit (or this process's start) and its exit, for `min_window` without a partition
+  ///    in between (it had stopped before the process started, or partitions cut them apart);
+  ///  - it never joined, and every seed it lists crashed and never came back;
+  ///  - the network lost every packet it sent and every packet sent to it.
+  std::map<protocol::MemberKey, std::string> beyond_reach(const Reachability& reach) const;
+
   /// End-of-run checks. `deadline` is settle time + termination bound; liveness is required
   /// only when `liveness_required` (MIN members still running). `run_complete` is false when
-  /// the run stopped early (a busy loop): then no liveness is judged at all.
-  void finish(Time now, Time deadline, bool liveness_required, bool run_complete = true);
+  /// the run stopped early (a busy loop): then no liveness is judged at all. The processes in
+  /// `beyond` (from beyond_reach) are neither stranded nor late: each gets a note instead.
+  void finish(Time now, Time deadline, bool liveness_required, bool run_complete = true,
+              const std::map<protocol::MemberKey, std::string>& beyond = {});
 
   bool passed() const { return failures_.empty(); }
   bool has_safety_failure() const;

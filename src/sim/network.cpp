@@ -74,6 +74,24 @@ void Network::add_partition(Partition partition) {
   partitions_.push_back(std::move(partition));
 }
 
+Time Network::longest_reachable(std::size_t a, std::size_t b, Time from, Time until) const {
+  std::vector<std::pair<Time, Time>> cuts;
+  for (const auto& p : partitions_) {
+    const std::uint8_t side_a = a < p.side.size() ? p.side[a] : 0;
+    const std::uint8_t side_b = b < p.side.size() ? p.side[b] : 0;
+    if (side_a != side_b && p.from < until && p.until > from) cuts.emplace_back(p.from, p.until);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  Time longest{0};
+  Time open = from;  // reachable since `open`
+  for (const auto& [start, end] : cuts) {
+    if (start > open) longest = std::max(longest, std::min(start, until) - open);
+    open = std::max(open, end);
+    if (open >= until) return longest;
+  }
+  return std::max(longest, until - open);
+}
+
 Time Network::healed_at() const {
   Time latest{0};
   for (const auto& p : partitions_)

@@ -88,6 +88,8 @@ class Network {
   Network(LinkConfig link, std::uint64_t run_seed);
 
   void add_partition(Partition partition);
+  /// The longest stretch of [from, until) during which no partition separates slots a and b.
+  Time longest_reachable(std::size_t a, std::size_t b, Time from, Time until) const;
   const std::vector<Partition>& partitions() const { return partitions_; }
   const LinkConfig& link() const { return link_; }
   /// The latest `until` of any finite partition (0 when none): after this the network heals.

@@ -131,7 +131,8 @@ struct SlotState {
   std::uint32_t steps_at_same_time = 0;
   std::uint32_t steps_since_check = 0;
   std::vector<ParkedFlow> parked;  ///< for this endpoint while no process runs here
-  bool exited = false;  ///< its process ended with an outcome: no process will run here again
+  bool exited = false;     ///< its process ended with an outcome: no process will run here again
+  bool connected = false;  ///< a packet to or from its current process was delivered
 };
 
 struct Simulator::Impl {
@@ -238,6 +239,7 @@ struct Simulator::Impl {
     SlotState& slot = slots[index];
     slot.generation += 1;
     slot.key = MemberKey{slot.endpoint, slot.generation};
+    slot.connected = false;
     slot.life = next_life++;
     life_crashed.push_back(0);
     release_parked(index);
@@ -498,6 +500,8 @@ struct Simulator::Impl {
       trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
                    " " + std::string(protocol::to_string(packet.type)) + " " +
                    std::to_string(packet.size) + " B");
+    slot.connected = true;
+    if (slots[packet.from_slot].life == packet.from_life) slots[packet.from_slot].connected = true;
     auto& traffic = stats.traffic[event.slot];
     ++traffic.messages_received;
     ++traffic.received_by_type[type_index(packet.type)];
@@ -613,10 +617,26 @@ struct Simulator::Impl {
       checker.fail(FailureKind::harness, now,
                    "codec refused " + std::to_string(codec_refusals) + " packets in all");
     // After a busy loop the run stopped early: its missing outcomes say nothing more.
-    const bool enough_alive = checker.running_members() >= scenario.min_nodes;
-    checker.finish(now, deadline(), enough_alive, !aborted);
+    const auto beyond = checker.beyond_reach(reachability());
+    const bool enough_alive = checker.running_members() - beyond.size() >= scenario.min_nodes;
+    checker.finish(now, deadline(), enough_alive, !aborted, beyond);
     if (!checker.passed()) describe_stuck_nodes();
     return result();
+  }
+
+  Reachability reachability() const {
+    Reachability reach;
+    reach.longest_reachable = [this](std::size_t a, std::size_t b, Time from, Time until) {
+      return network.longest_reachable(a, b, from, until);
+    };
+    reach.min_window = std::chrono::duration_cast<Time>(scenario.timing.join_backoff_max);
+    for (const SlotState& slot : slots) {
+      reach.seeds.push_back(slot.spec.seeds);
+      // Its last process crashed and none is running or scheduled to restart.
+      reach.gone_for_good.push_back(!slot.core && !slot.exited && slot.generation > 0);
+      reach.never_connected.push_back(slot.core != nullptr && !slot.connected);
+    }
+    return reach;
   }
 
   void progress(std::uint64_t handled, std::chrono::steady_clock::duration wall) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "protocol/rank_assignment.hpp"
 
 namespace gossip_rdzv::sim {
@@ -162,6 +164,102 @@ TEST_F(CheckerTest, CrashedMembersAreExempt) {
   checker.on_crash(key(nodes[3]), Time(15));
   checker.finish(Time(20), Time(100), true);
   EXPECT_TRUE(checker.passed());
+}
+
+// Termination asks nothing of a process that no node knowing the outcome could reach; the
+// exceptions must stay that narrow, or a stuck round would hide behind them.
+struct BeyondReachTest : CheckerTest {
+  Reachability reach;
+  std::vector<std::pair<Time, Time>> cuts_3;  ///< when slot 3 is cut off from everyone
+
+  void SetUp() override {
+    CheckerTest::SetUp();
+    reach.seeds = {{}, {0}, {0}, {0}};
+    reach.gone_for_good = {false, false, false, false};
+    reach.min_window = Time(5);
+    reach.longest_reachable = [this](std::size_t a, std::size_t b, Time from, Time until) {
+      if (a != 3 && b != 3) return until - from;
+      Time longest{0}, open = from;  // one cut at most in these tests
+      for (const auto& [cut_from, cut_until] : cuts_3) {
+        longest = std::max(longest, std::clamp(cut_from, from, until) - open);
+        open = std::clamp(cut_until, from, until);
+      }
+      return std::max(longest, until - open);
+    };
+    for (int i = 0; i < 3; ++i) commit(i, {nodes[0], nodes[1], nodes[2]});  // at 10
+  }
+  void exit_committers(Time at) {
+    for (int i = 0; i < 3; ++i) checker.on_exit(key(nodes[i]), at);
+  }
+};
+
+TEST_F(BeyondReachTest, ProcessCutOffUntilEveryCommitterLeftIsExcusedWithANote) {
+  exit_committers(Time(30));
+  cuts_3 = {{Time(5), Time(50)}};
+  const auto beyond = checker.beyond_reach(reach);
+  ASSERT_EQ(beyond.size(), 1u);
+  EXPECT_NE(beyond.begin()->second.find("reachable from no node"), std::string::npos);
+  checker.finish(Time(60), Time(100), true, true, beyond);
+  EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
+  ASSERT_EQ(checker.notes().size(), 1u);
+  EXPECT_NE(checker.notes()[0].find("join timeout"), std::string::npos);
+}
+
+TEST_F(BeyondReachTest, ProcessIsOwedAnOutcomeOnceReachableForTheWindow) {
+  exit_committers(Time(30));
+  cuts_3 = {{Time(5), Time(26)}};  // reachable 4 µs after the heal: shorter than the window
+  EXPECT_EQ(checker.beyond_reach(reach).size(), 1u);
+  cuts_3 = {{Time(5), Time(25)}};  // 5 µs: long enough to be heard
+  EXPECT_TRUE(checker.beyond_reach(reach).empty());
+  checker.finish(Time(60), Time(100), true, true, checker.beyond_reach(reach));
+  ASSERT_FALSE(checker.passed());
+  EXPECT_EQ(checker.failures()[0].kind, FailureKind::outsider);
+}
+
+TEST_F(BeyondReachTest, CommitterStillRunningCanAlwaysTell) {
+  cuts_3 = {{Time(0), Time::max()}};
+  checker.on_exit(key(nodes[0]), Time(30));
+  checker.on_exit(key(nodes[1]), Time(30));  // node 2 never exits
+  EXPECT_TRUE(checker.beyond_reach(reach).empty());
+}
+
+TEST_F(BeyondReachTest, ProcessStartedAfterEveryCommitterLeftIsExcused) {
+  exit_committers(Time(30));
+  checker.on_crash(key(nodes[3]), Time(31));
+  Announcement again = nodes[3];
+  again.generation = 2;
+  checker.on_start(again, 3, false, Time(40));
+  const auto beyond = checker.beyond_reach(reach);
+  ASSERT_EQ(beyond.size(), 1u);
+  EXPECT_EQ(beyond.begin()->first, key(again));
+  EXPECT_NE(beyond.begin()->second.find("after every node that committed had exited"),
+            std::string::npos);
+}
+
+TEST(CheckerBeyondReach, NeverJoinedBehindASeedGoneForGoodIsExcusedOnlyThen) {
+  Checker checker{CheckerConfig{"sim", 3, 3, false}};
+  const std::vector<Announcement> n = {ann(0), ann(1), ann(2)};
+  for (std::size_t i = 0; i < n.size(); ++i) checker.on_start(n[i], i, false, Time(0));
+  checker.on_event(key(n[1]), protocol::JoinedCluster{n[0].endpoint}, Time(1));
+  checker.on_crash(key(n[0]), Time(2));
+  Reachability reach;
+  reach.seeds = {{}, {0}, {0}};
+  reach.gone_for_good = {false, false, false};  // the seed comes back
+  EXPECT_TRUE(checker.beyond_reach(reach).empty());
+  reach.gone_for_good = {true, false, false};
+  const auto beyond = checker.beyond_reach(reach);
+  ASSERT_EQ(beyond.size(), 1u);  // node 2; node 1 joined and knows others
+  EXPECT_EQ(beyond.begin()->first, key(n[2]));
+  EXPECT_NE(beyond.begin()->second.find("never joined"), std::string::npos);
+}
+
+TEST_F(BeyondReachTest, ProcessWhosePacketsWereAllLostIsExcused) {
+  exit_committers(Time(30));
+  EXPECT_TRUE(checker.beyond_reach(reach).empty());  // reachable all along: owed
+  reach.never_connected = {false, false, false, true};
+  const auto beyond = checker.beyond_reach(reach);
+  ASSERT_EQ(beyond.size(), 1u);
+  EXPECT_NE(beyond.begin()->second.find("lost every packet"), std::string::npos);
 }
 
 TEST(CheckerSplit, DisjointGroupsAreANoteOverlappingOnesAFailure) {

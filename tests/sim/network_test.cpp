@@ -88,6 +88,25 @@ TEST(Network, PartitionSeparatesOnlyWhileActive) {
   EXPECT_EQ(net.dropped_by_partition(), 2u);
 }
 
+TEST(Network, LongestReachableStretchBetweenPartitions) {
+  Network net(LinkConfig{}, 1);
+  Partition first, second;
+  first.side = {0, 1, 0};
+  first.from = Time(100);
+  first.until = Time(200);
+  second.side = {1, 0, 0};  // slot 1 still apart from slot 0
+  second.from = Time(150);
+  second.until = Time(300);
+  net.add_partition(second);
+  net.add_partition(first);
+  EXPECT_EQ(net.longest_reachable(0, 1, Time(100), Time(300)), Time(0));  // cuts chain
+  EXPECT_EQ(net.longest_reachable(0, 1, Time(90), Time(300)), Time(10));
+  EXPECT_EQ(net.longest_reachable(0, 1, Time(90), Time(340)), Time(40));
+  EXPECT_EQ(net.longest_reachable(1, 2, Time(0), Time(250)), Time(100));   // before the first
+  EXPECT_EQ(net.longest_reachable(1, 2, Time(150), Time(260)), Time(60));  // after it
+  EXPECT_EQ(net.longest_reachable(0, 2, Time(0), Time(1000)), Time(700));  // after the second
+}
+
 TEST(Network, LatencyIsBasePlusJitter) {
   LinkConfig link;
   link.latency_base = Time(200);

@@ -27,36 +27,16 @@ void sweep_range(std::uint64_t& first, std::uint64_t& last) {
   }
 }
 
-// Safety (agreement, ranks, validity, invariants) must hold in every run. Liveness has
-// documented limits (docs/simulation.md): a node outside the view that nobody was left to
-// tell, and a round blocked by a member gone for good (the only seed dead before every node
-// joined, a member cut off past the others' commit grace; before votes also any member that
-// crashed after the others were ready). A blocked run of any other scenario fails here. Their
-// counts are deterministic for the 1000 seeds, so they are held to the figures measured when this
-// bound was set: a change that strands more runs fails here. The counts move by a few either way
-// whenever a change draws the cores' random numbers differently (another sample of the same races).
-// 27 / 38 before the scaling work; 25 / 35 after claims by reference; 26 / 29 (2 Dec, commit
-// after a122d31) with the shared pool, and one run in twenty at N up to 300; 24 / 25 once a
-// node may hold a view before its table has every member (2 Dec); 23 / 26 once packets to a
-// node not yet listening wait for it as ZeroMQ's do (3 Dec: the outsiders are restarts after
-// commit, nodes cut off past the commit grace and extras beyond MAX; none is a node whose
-// seed started after it); 23 / 25 once a member is suspected only after two unanswered probe
-// rounds (3 Dec); 24 / 20 once a node weighs a seed by known / MIN when it picks gossip
-// targets (3 Dec; over seeds 1-10,000 196 blocked and 303 outsiders, 199 and 298 before);
-// 0 / 21 with votes and fences (protocol version 2): the 24 blocked runs all commit, and the
-// outsiders are the same kinds (restarts after commit, extras beyond MAX at 10-20% loss,
-// nodes cut off past the commit grace).
-constexpr std::size_t kMaxBlockedRuns = 0;
-constexpr std::size_t kMaxOutsiderRuns = 21;
-// The scenarios where a member is gone for good mid-agreement: it crashes and does not come
-// back, or (wrong-suspicion) it is cut off for longer than the others' commit grace, and when
-// it returns every node that could tell it the outcome has exited.
-bool member_crashed_for_good(const std::string& report) {
-  return report.find("(seed-member-killed:") != std::string::npos ||
-         report.find("(crash:") != std::string::npos ||
-         report.find("(wrong-suspicion:") != std::string::npos;
-}
-
+// Every run must pass: safety (agreement, ranks, validity, invariants) and termination.
+// Termination asks nothing of a process that no node knowing the outcome could reach
+// (Checker::beyond_reach: it started after they all left, partitions or a seed gone for good
+// kept it away, or the network lost every packet it sent); such a run passes with a note.
+// History of the liveness failures this sweep allowed before (blocked / outsider runs of the
+// 1000): 27 / 38 before the scaling work, 23-26 / 20-26 through 3 Dec, 0 / 21 with votes
+// and fences (protocol version 2); 0 / 0 once committed nodes answer outsiders that still
+// talk, seeds stay join_backoff_max after their commit and tell outsiders again, a late
+// process gets the outcome instead of a JoinReply, and answers go to the sender's own
+// process (4 Dec).
 TEST(SimSweep, MixedScenarios) {
   std::uint64_t first = 0, last = 0;
   sweep_range(first, last);
@@ -73,12 +53,10 @@ TEST(SimSweep, MixedScenarios) {
     } else if (run.status == testing::IsolatedRun::Status::failed &&
                run.worst == FailureKind::liveness) {
       blocked.push_back(run.replay);
-      if (!member_crashed_for_good(run.report))
-        ADD_FAILURE() << "blocked although no member crashed for good:\n" << run.report;
     } else {
       unsafe.push_back(run.replay);
-      ADD_FAILURE() << run.report;
     }
+    ADD_FAILURE() << run.report;
   }
   auto list = [](const std::vector<std::string>& runs) {
     std::string text;
@@ -90,11 +68,6 @@ TEST(SimSweep, MixedScenarios) {
               outsider.size(), list(blocked).c_str(), list(outsider).c_str());
   EXPECT_TRUE(unsafe.empty()) << unsafe.size() << " runs broke safety or aborted:\n"
                               << list(unsafe);
-  const bool default_range = first == 1 && last == 1000;
-  if (default_range) {
-    EXPECT_LE(blocked.size(), kMaxBlockedRuns) << list(blocked);
-    EXPECT_LE(outsider.size(), kMaxOutsiderRuns) << list(outsider);
-  }
 }
 
 // Member seeds that start together, listed by every node, with 0-20% loss: the mix's kinds

@@ -19,7 +19,7 @@ void expect_seeds_pass(const std::string& name, std::uint32_t nodes, std::uint64
                        std::uint64_t last) {
   for (std::uint64_t seed = first; seed <= last; ++seed) {
     const auto run = run_isolated(name, nodes, seed);
-    EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+    EXPECT_TRUE(run.passed()) << run.report;
   }
 }
 
@@ -226,7 +226,7 @@ TEST(Scenarios, MixSmall) {
 // committed node exits (LIVENESS-OUTSIDER).
 TEST(Regression, HeldViewPrunedWithManyViews) {
   const auto run = run_isolated("mix", 30, 40);
-  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 // --nnodes 9:10, the seed node 0 crashes just after all joined: every survivor is ready on
@@ -290,14 +290,14 @@ TEST(Regression, BusyLoopAfterLastCallEnds) {
 // exits 2 ms later: the extra node is never told NotAdmitted (join_timeout instead).
 TEST(Regression, ExtraNodeStrandedWhenSeedExits) {
   const auto run = run_isolated("over-max", 10, 20);
-  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 // 20 nodes for --nnodes 10: a joined extra node never hears of the commit before every
 // committed node exits (it ends believing 16 members dead, holding its own view).
 TEST(Regression, JoinedExtraNodeNeverToldNotAdmitted) {
   const auto run = run_isolated("over-max-2x", 10, 34);
-  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 // --nnodes 20:21: slot 17 crashes after commit #4 and restarts (generation 2) 1.9 s later,
@@ -305,7 +305,54 @@ TEST(Regression, JoinedExtraNodeNeverToldNotAdmitted) {
 // commit, so it is never told NotAdmitted.
 TEST(Regression, RestartedAfterCommitNeverToldNotAdmitted) {
   const auto run = run_isolated("mix", 30, 234);
-  EXPECT_TRUE(run.passed_or_outsider_timeout()) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// The outsider fixes of 4 December (docs/simulation.md, "Nodes outside the view"). Before
+// them one run in 36 of `mix --nodes 50` ended with a live node never told its outcome:
+
+// 66 nodes for --nnodes 33 at 10% loss: slot 16 joined but every member's one notice
+// (tell_outsiders) missed it; its Gossip reached four members after the commit, and nobody
+// answered it. Committed nodes now answer every message of a node outside the view with the
+// outcome, and stay two gossip periods after the last one.
+TEST(Regression, OutsiderGossipsToMembersThatDoNotAnswer) {
+  const auto run = run_isolated("mix", 50, 2);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// --nnodes 6:7: slot 3 crashes after the commit and restarts 1.5 s later; every member,
+// the seed too, had exited 1 s after the commit. A seed now stays join_backoff_max (LAN:
+// 5 s) after its commit, so a process that starts or restarts meanwhile is told.
+TEST(Regression, RestartAfterTheSeedLeftFindsNobody) {
+  const auto run = run_isolated("mix", 50, 21);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// --nnodes 28, slot 6 restarts 0.9 s after it crashed post-commit: members gossip the
+// outcome to its endpoint by reference (they believe its old process holds the view), which
+// means nothing to the new process, and its Join's outcome was lost. Answers now go to the
+// sender's own process (Envelope generation), and a claim by reference to an unknown view
+// makes the receiver ask for the whole one.
+TEST(Regression, RestartedProcessGetsTheOutcomeByReference) {
+  const auto run = run_isolated("mix", 50, 2393);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// 12 nodes for --nnodes 11 at 20% loss: the extra's one Join that arrived after the commit
+// had its outcome lost; then the seed chose it as a PingReq helper, which made it "joined"
+// with no row in its table, so it stopped asking. A joined node that knows no live peer and
+// has no outcome now asks the seed again.
+TEST(Regression, PingReqMadeAnOutsiderJoinedWithNobodyToAsk) {
+  const auto run = run_isolated("mix", 50, 6870);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// 34 nodes for --nnodes 17 at 20% loss: slot 30's only Join to arrive came after the commit
+// and its answer was lost; its next three Joins (backoff 0.3, 0.8, 1.6 s) were lost too
+// before the seed left. A seed now tells the outsiders it knows again once a probe interval.
+TEST(Regression, LateJoinerWhoseAnswerWasLostIsToldAgain) {
+  const auto run = run_isolated("mix", 50, 7554);
+  EXPECT_TRUE(run.passed()) << run.report;
 }
 
 // Five nodes listing four member seeds (slots 0-3), all starting within 0.5 s: 10.0.0.3 and
