@@ -789,6 +789,9 @@ struct Core::Impl {
   // starts or restarts after the commit knows nobody else to ask.
   Time linger_until() const {
     if (am_seed()) return stay_until();
+    return member_linger_until();
+  }
+  Time member_linger_until() const {
     Time until = committed_at + as_time(config.timing.outcome_linger);
     if (last_outsider_heard) {
       until = std::max(until, *last_outsider_heard + 2 * as_time(config.timing.gossip_interval));
@@ -827,6 +830,18 @@ struct Core::Impl {
   // A seed tells them again once per probe interval while it stays (stay_until): one whose
   // Join arrived after the commit, and whose answer was lost, may next ask only seconds
   // later (join backoff), and a member's PingReq can make it joined without a row.
+  // A seed that stays past a member's linger only answers: every member knows the outcome,
+  // and probing or gossiping to members that have left would only fill their queues.
+  bool seed_stays_quietly() const {
+    return am_seed() && commit_reported && !done && agreement.everyone_committed();
+  }
+  void tick_quiet(Time now) {
+    if (quiet || !seed_stays_quietly() || now < member_linger_until()) return;
+    quiet = true;
+    probe.reset();
+    dirty = false;
+  }
+
   void tick_retell(Time now) {
     if (!commit_reported || done || !am_seed() || now < next_retell_at) return;
     next_retell_at = now + as_time(config.timing.probe_interval);
@@ -915,6 +930,7 @@ struct Core::Impl {
   Time committed_at{0};
   std::optional<Time> last_outsider_heard;  ///< answer_outsider's last answer
   Time next_retell_at{0};                   ///< tick_retell (a seed, after its commit)
+  bool quiet = false;  ///< a seed past the members' linger: answers, no probes or gossip
   std::uint64_t next_seq = 0;
   struct Probe {
     std::string target;
@@ -1010,9 +1026,10 @@ void Core::on_tick(Time now) {
   if (!s.config.seed_only) {
     s.tick_suspicions(now);
     s.forward_joiners(now);
-    if (s.joined) s.tick_probe(now);
+    s.tick_quiet(now);
+    if (s.joined && !s.quiet) s.tick_probe(now);
     s.step_agreement(now);
-    if (s.joined) s.tick_gossip(now);
+    if (s.joined && !s.quiet) s.tick_gossip(now);
     s.tick_retell(now);
     s.tick_relays(now);
     s.step_agreement(now);
@@ -1041,7 +1058,8 @@ Time Core::next_wakeup() const {
   if (((!s.joined || s.lost_touch()) && !s.config.seeds.empty()) || !s.unmet_seeds.empty())
     consider(s.next_join_at);
   if (!s.joiners_to_forward.empty()) consider(s.next_forward_at);
-  if (s.joined) {
+  if (s.seed_stays_quietly() && !s.quiet) consider(s.member_linger_until());
+  if (s.joined && !s.quiet) {
     consider(s.next_probe_at);
     consider(s.next_gossip_at);
     if (!s.commit_reported) consider(s.next_push_pull_at);

@@ -113,6 +113,21 @@ TEST(Core, CommittedNodesBecomeDoneOnceEveryoneKnows) {
   // commit knows nobody else to ask.
   const Time committed_at = net.now();
   EXPECT_FALSE(net.node(1)->done());
+  // Past the members' linger it only answers: no probes or gossip to members that left
+  // (they exit when done, as `gossip-rdzv join` does).
+  for (int i = 2; i <= 4; ++i) net.crash(i);
+  net.run([] { return false; }, Timing::local().outcome_linger + 10ms);
+  std::vector<std::string> sent_to;
+  net.on_send = [&](const std::string& from, const std::string& to, const Envelope&) {
+    if (from == MiniNet::endpoint(1)) sent_to.push_back(to);
+  };
+  net.run([] { return false; }, 500ms);
+  EXPECT_TRUE(sent_to.empty()) << sent_to.size() << " messages, the first to "
+                               << (sent_to.empty() ? "" : sent_to[0]);
+  net.inject(MiniNet::endpoint(1),
+             envelope_from(9, Join{MemberRecord{announcement(9, 4), 0, MemberStatus::alive}}));
+  net.run([] { return false; }, 2ms);
+  EXPECT_EQ(std::count(sent_to.begin(), sent_to.end(), MiniNet::endpoint(9)), 1);
   ASSERT_TRUE(net.run([&] { return net.node(1)->done(); }));
   EXPECT_GE(net.now(), Timing::local().commit_grace);
   EXPECT_LT(net.now(), committed_at + Timing::local().commit_grace);
