@@ -827,9 +827,6 @@ struct Core::Impl {
     }
   }
 
-  // A seed tells them again once per probe interval while it stays (stay_until): one whose
-  // Join arrived after the commit, and whose answer was lost, may next ask only seconds
-  // later (join backoff), and a member's PingReq can make it joined without a row.
   // A seed that stays past a member's linger only answers: every member knows the outcome,
   // and probing or gossiping to members that have left would only fill their queues.
   bool seed_stays_quietly() const {
@@ -842,6 +839,9 @@ struct Core::Impl {
     dirty = false;
   }
 
+  // A seed tells the outsiders again once per probe interval while it stays (stay_until):
+  // one whose Join arrived after the commit, and whose answer was lost, may next ask only
+  // seconds later (join backoff), and a member's PingReq can make it joined without a row.
   void tick_retell(Time now) {
     if (!commit_reported || done || !am_seed() || now < next_retell_at) return;
     next_retell_at = now + as_time(config.timing.probe_interval);
@@ -928,7 +928,7 @@ struct Core::Impl {
   Time next_table_pull_at{0};  ///< rate limit of pull_table()
   Time last_push_at{0};
   Time committed_at{0};
-  std::optional<Time> last_outsider_heard;  ///< answer_outsider's last answer
+  std::optional<Time> last_outsider_heard;  ///< last message from outside the committed view
   Time next_retell_at{0};                   ///< tick_retell (a seed, after its commit)
   bool quiet = false;  ///< a seed past the members' linger: answers, no probes or gossip
   std::uint64_t next_seq = 0;
