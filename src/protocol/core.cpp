@@ -817,7 +817,7 @@ struct Core::Impl {
     // outcome (a rank conflict is fatal) must not take the last bits its peers need with it.
     push_gossip(config.timing.gossip_fanout);
     last_push_at = now;
-    tell_outsiders(*view);
+    tell_outsiders(view->members);
     next_retell_at = now + as_time(config.timing.probe_interval);
     auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
     if (auto* error = std::get_if<AssignmentError>(&result)) {
@@ -845,18 +845,19 @@ struct Core::Impl {
   void tick_retell(Time now) {
     if (!commit_reported || done || !am_seed() || now < next_retell_at) return;
     next_retell_at = now + as_time(config.timing.probe_interval);
-    if (auto view = agreement.committed_view()) tell_outsiders(*view);
+    // The interned member list, not committed_view(): that copies every member each time.
+    if (const MemberList* members = agreement.committed_member_list()) tell_outsiders(*members);
   }
 
   // Members are told by gossip until they all know; a live node outside the view (an extra
   // beyond MAX, a late joiner) is not a gossip target after the commit and would wait for
   // its own join timeout once the members leave. Tell each one once, now.
-  void tell_outsiders(const ViewClaim& view) {
+  void tell_outsiders(const MemberList& members) {
     for (std::uint32_t index : table.live_peers()) {
       const std::string& peer = table.rows()[index].ann->endpoint;
       // members are sorted by (endpoint, generation): find the endpoint by binary search.
-      auto it = std::lower_bound(view.members.begin(), view.members.end(), MemberKey{peer, 0});
-      if (it != view.members.end() && it->endpoint == peer) continue;
+      auto it = std::lower_bound(members.begin(), members.end(), MemberKey{peer, 0});
+      if (it != members.end() && it->endpoint == peer) continue;
       Gossip outcome;
       outcome.views = views(peer);
       send(peer, std::move(outcome));
