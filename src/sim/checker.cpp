@@ -388,17 +388,24 @@ void Checker::check_assignment(const LifeRecord& life, const Assignment& a, Time
   if (!d.empty()) bad("differs from assign_ranks(view): " + d);
 }
 
+std::optional<Time> Checker::last_committer_stop() const {
+  std::optional<Time> last;
+  for (const auto& view : views_) {
+    for (const auto& committer : view.committers) {
+      const Time stopped = lives_.at(committer).stopped;
+      if (!last || stopped > *last) last = stopped;
+    }
+  }
+  return last;
+}
+
 std::map<MemberKey, std::string> Checker::beyond_reach(const Reachability& reach) const {
   std::map<MemberKey, std::string> beyond;
   std::vector<const LifeRecord*> committers;
-  Time last_exit{0};
   for (const auto& view : views_) {
-    for (const auto& key : view.committers) {
-      const LifeRecord& c = lives_.at(key);
-      committers.push_back(&c);
-      last_exit = std::max(last_exit, c.stopped);
-    }
+    for (const auto& key : view.committers) committers.push_back(&lives_.at(key));
   }
+  const Time last_exit = last_committer_stop().value_or(Time{0});
   for (const auto& [key, life] : lives_) {
     if (life.seed_only || life.crashed || life.outcome != LifeRecord::Outcome::none) continue;
     if (!committers.empty()) {
@@ -487,17 +494,10 @@ void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool r
   }
   // When every process that committed had stopped, a node outside the view had nobody left
   // to learn the outcome from: say so, it is a different fix from a stuck round.
-  std::optional<Time> last_committer_stop;
-  for (const auto& view : views_) {
-    for (const auto& committer : view.committers) {
-      const Time stopped = lives_.at(committer).stopped;
-      if (!last_committer_stop || stopped > *last_committer_stop) last_committer_stop = stopped;
-    }
-  }
-  const std::string nobody_left = last_committer_stop && *last_committer_stop != Time::max()
+  const std::optional<Time> last_stop = last_committer_stop();
+  const std::string nobody_left = last_stop && *last_stop != Time::max()
                                       ? "; every node that committed had exited by " +
-                                            at_text(*last_committer_stop) +
-                                            ", nobody was left to tell it"
+                                            at_text(*last_stop) + ", nobody was left to tell it"
                                       : "";
   if (liveness_required) {
     for (const auto& [key, life] : lives_) {

@@ -147,6 +147,9 @@ class Checker {
  private:
   void on_committed(LifeRecord& life, const Assignment& assignment, Time now);
   void on_not_admitted(LifeRecord& life, std::uint32_t round, Time now);
+  /// When the last process that committed crashed or exited (Time::max() while one runs);
+  /// none before any commit.
+  std::optional<Time> last_committer_stop() const;
   /// Marks a process crashed or exited.
   void stopped(LifeRecord& life, Time now);
   /// Structure of one assignment: ranks, hints, validity, equality with assign_ranks().
