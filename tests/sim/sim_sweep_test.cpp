@@ -1,6 +1,6 @@
-// The CI sweep: ~1000 seeded mixed scenarios (N up to 100), every property checked. Each run
-// is forked, so one core assertion does not hide the others. A failure prints the replay
-// command; docs/simulation.md says how to investigate it.
+// The CI sweep: 1000 seeded mixed scenarios (N up to 300), every property checked, then the
+// seed-list and many-member-seed sweeps. Each run is forked, so one core assertion does not hide
+// the others. A failure prints the replay command; docs/simulation.md says how to investigate it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
