@@ -59,20 +59,21 @@ TEST(Scenario, OverMaxStartsMoreThanMax) {
   EXPECT_EQ(make_scenario("over-max-2x", 10, 1).nodes.size(), 20u);
 }
 
-TEST(Scenario, SplitIsMinAtMostHalfMaxWithDisjointSeeds) {
+TEST(Scenario, SplitIsMinAtMostHalfMaxAroundTwoSeedsEveryNodeLists) {
   const Scenario s = make_scenario("split", 10, 3);
-  EXPECT_TRUE(s.split_allowed);
+  EXPECT_FALSE(s.split_allowed);
   EXPECT_LE(2 * s.min_nodes, s.max_nodes);
-  EXPECT_EQ(s.nodes.front().seeds, std::vector<std::size_t>{0});
-  EXPECT_EQ(s.nodes.back().seeds, std::vector<std::size_t>{s.min_nodes});
+  EXPECT_EQ(s.nodes.front().seeds, (std::vector<std::size_t>{0, s.min_nodes}));
+  EXPECT_EQ(s.nodes.back().seeds, (std::vector<std::size_t>{s.min_nodes, 0}));
 }
 
-TEST(Scenario, SeedKilledHasADedicatedSeed) {
+TEST(Scenario, SeedKilledHasThreeDedicatedSeedsAndKillsOne) {
   const Scenario s = make_scenario("seed-killed", 6, 2);
-  ASSERT_EQ(s.nodes.size(), 7u);
-  EXPECT_TRUE(s.nodes.back().seed_only);
+  ASSERT_EQ(s.nodes.size(), 9u);
+  for (std::size_t slot = 6; slot < 9; ++slot) EXPECT_TRUE(s.nodes[slot].seed_only);
+  EXPECT_EQ(s.nodes.front().seeds, (std::vector<std::size_t>{6, 7, 8}));
   ASSERT_EQ(s.crashes.size(), 1u);
-  EXPECT_EQ(s.crashes[0].slot, 6u);
+  EXPECT_GE(s.crashes[0].slot, 6u);
   EXPECT_EQ(s.crashes[0].trigger, Trigger::after_all_joined);
 }
 
