@@ -571,6 +571,23 @@ TEST(NodeFailure, NodeWhoseAddressDoesNotWorkIsToldSoByTheSeed) {
   EXPECT_NE(seed_message.find("it was told"), std::string::npos) << seed_message;
 }
 
+// A seed stays max(commit_grace, join_backoff_max) after its commit, so that a node that
+// starts or restarts late asks it at least once and is told the outcome. Under the wan
+// profile the backoff (30 s) is the longer one; here the same shape, scaled down.
+TEST(NodeLifecycle, FinishOnASeedLastsTheJoinBackoffWhenItIsLongerThanTheGrace) {
+  Config config = seed_node_config(1, "seed");
+  config.timing.commit_grace = 300ms;
+  config.timing.join_backoff_max = 3s;
+  Node node(config);
+  const auto started = Clock::now();
+  node.start();
+  node.wait();
+  node.finish();
+  // The commit came after start(), and the core is done no earlier than the stay after it.
+  // finish() used to give up after commit_grace + 1 s, long before.
+  EXPECT_GE(Clock::now() - started, config.timing.join_backoff_max);
+}
+
 TEST(NodeLifecycle, StopIsIdempotentAndQuick) {
   auto node = start_seed_node(2, "alone");
   const auto started = Clock::now();
