@@ -31,6 +31,12 @@ class ClusterTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.addCleanup(self.cluster.close)
 
+    def members_at(self, node, expected) -> bool:
+        result = self.cluster.run([self.cluster.bin, "members", "--seed", node.endpoint,
+                                   "--run-id", "cluster-test", "--format", "json",
+                                   "--timeout", "2s"], timeout=15)
+        return result.returncode == 0 and all(n.endpoint in result.stdout for n in expected)
+
     def converge(self, nodes, timeout: float = CONVERGE_TIMEOUT):
         codes = self.cluster.wait_nodes(nodes, timeout=timeout)
         self.assertEqual(codes, [0] * len(nodes), self.cluster.logs(nodes))
@@ -121,12 +127,21 @@ class MixedTest(ClusterTest):
 class DedicatedSeedTest(ClusterTest):
     """`gossip-rdzv seed`: introduces joiners, is not a member, and is not needed afterwards."""
 
-    def start_seed(self):
-        port = free_ports(1)[0]
-        seed = self.cluster.spawn("seed", [self.cluster.bin, "seed", "--listen",
-                                           f"127.0.0.1:{port}", "--run-id", "cluster-test",
-                                           "--profile", "local"])
+    def start_seed(self, port=None, seed_list=()):
+        port = port or free_ports(1)[0]
+        args = [self.cluster.bin, "seed", "--listen", f"127.0.0.1:{port}", "--run-id",
+                "cluster-test", "--profile", "local"]
+        if seed_list:
+            args += ["--seed", ",".join(seed_list)]
+        seed = self.cluster.spawn("seed", args)
         return seed, f"127.0.0.1:{port}"
+
+    def start_three_seeds(self):
+        """Three dedicated seeds that know each other: the job's quorum base."""
+        ports = free_ports(3)
+        endpoints = [f"127.0.0.1:{p}" for p in ports]
+        seeds = [self.start_seed(p, endpoints)[0] for p in ports]
+        return seeds, endpoints
 
     def members_listed(self, seed_endpoint: str, nodes) -> bool:
         """Whether `gossip-rdzv members` at the seed lists every node of `nodes`."""
@@ -135,31 +150,52 @@ class DedicatedSeedTest(ClusterTest):
                                    "--timeout", "2s"], timeout=15)
         return result.returncode == 0 and all(n.endpoint in result.stdout for n in nodes)
 
-    def test_nodes_converge_after_seed_is_killed(self):
-        seed, seed_endpoint = self.start_seed()
-        nodes = [self.cluster.add_node([seed_endpoint], "4") for _ in range(4)]
-        wait_until(lambda: self.members_listed(seed_endpoint, nodes)
-                   or all(n.proc.poll() is not None for n in nodes),
-                   timeout=CONVERGE_TIMEOUT, interval=0.05,
-                   what="the seed to list all 4 nodes")
-        self.cluster.kill(seed, signal.SIGKILL)
-        self.converge(nodes)
-        self.assertIsNotNone(seed.poll(), "the killed seed is still running")
+    def members_listed_anywhere(self, nodes) -> bool:
+        return all(self.members_at(n, nodes) for n in nodes)
 
-    def test_last_node_joins_through_a_member_after_seed_is_killed(self):
-        # 3 of 4 nodes join through the seed; the seed dies; the 4th names the dead seed and
-        # node 1. The view can only complete after the seed is gone.
-        seed, seed_endpoint = self.start_seed()
-        first = [self.cluster.add_node([seed_endpoint], "4") for _ in range(3)]
-        wait_until(lambda: self.members_listed(seed_endpoint, first), timeout=CONVERGE_TIMEOUT,
-                   interval=0.05, what="the seed to list the first 3 nodes")
-        self.cluster.kill(seed, signal.SIGKILL)
-        seed.popen.wait(timeout=10)
+    def test_nodes_converge_after_one_of_three_seeds_is_killed(self):
+        seeds, endpoints = self.start_three_seeds()
+        nodes = [self.cluster.add_node(endpoints, "4") for _ in range(4)]
+        wait_until(lambda: self.members_listed_anywhere(nodes)
+                   or all(n.proc.poll() is not None for n in nodes),
+                   timeout=CONVERGE_TIMEOUT, interval=0.05, what="every node to know all 4")
+        self.cluster.kill(seeds[0], signal.SIGKILL)
+        self.converge(nodes)
+        seeds[0].popen.wait(timeout=10)
+        self.assertIsNotNone(seeds[0].poll(), "the killed seed is still running")
+
+    def test_last_node_joins_after_one_of_three_seeds_is_killed(self):
+        # 3 of 4 nodes join; one seed dies; the 4th names the same three seeds. The view can
+        # only complete after that seed is gone, witnessed by the two left.
+        seeds, endpoints = self.start_three_seeds()
+        first = [self.cluster.add_node(endpoints, "4") for _ in range(3)]
+        wait_until(lambda: self.members_listed_anywhere(first), timeout=CONVERGE_TIMEOUT,
+                   interval=0.05, what="the first 3 nodes to know each other")
+        self.cluster.kill(seeds[1], signal.SIGKILL)
+        seeds[1].popen.wait(timeout=10)
         for node in first:
             self.assertIsNone(node.proc.poll(), "a node exited before the view was complete:\n"
                               + self.cluster.logs(first))
-        last = self.cluster.add_node([seed_endpoint, first[0].endpoint], "4")
+        last = self.cluster.add_node(endpoints, "4")
         self.converge(first + [last])
+
+    def test_the_only_seed_killed_before_the_commit_stops_the_round_and_names_it(self):
+        # With one seed, the seed list's majority is that seed: nobody can tell its death
+        # from a partition behind which it agrees with others, so the round waits and the
+        # timeout says so (docs/protocol.md, "Quorum base").
+        seed, seed_endpoint = self.start_seed()
+        first = [self.cluster.add_node([seed_endpoint], "2:3", join_timeout="8s",
+                                       extra=["--last-call", "3s"]) for _ in range(2)]
+        wait_until(lambda: self.members_listed(seed_endpoint, first), timeout=CONVERGE_TIMEOUT,
+                   interval=0.05, what="the seed to list the first 2 nodes")
+        self.cluster.kill(seed, signal.SIGKILL)  # during the last call: nothing agreed yet
+        seed.popen.wait(timeout=10)
+        codes = self.cluster.wait([n.proc for n in first], timeout=30)
+        self.assertEqual(codes, [5, 5], self.cluster.logs(first))
+        for node in first:
+            self.assertFalse(node.files_written(), "an env file was written without the seed")
+            self.assertIn("majority of the seed list", node.proc.stderr, node.proc.stderr)
+            self.assertIn(seed_endpoint, node.proc.stderr, node.proc.stderr)
 
     def test_seed_is_not_a_member(self):
         seed, seed_endpoint = self.start_seed()
@@ -213,12 +249,6 @@ class RestartTest(ClusterTest):
         membership = check_consistent(self, committed)
         self.assertEqual(sorted(e["endpoint"] for e in membership["nodes"]),
                          sorted(n.endpoint for n in committed), logs)
-
-    def members_at(self, node, expected) -> bool:
-        result = self.cluster.run([self.cluster.bin, "members", "--seed", node.endpoint,
-                                   "--run-id", "cluster-test", "--format", "json",
-                                   "--timeout", "2s"], timeout=15)
-        return result.returncode == 0 and all(n.endpoint in result.stdout for n in expected)
 
 
 class AdmissionTest(ClusterTest):

@@ -31,7 +31,8 @@ const std::map<std::string, std::string>& synopses() {
        "                 [--profile lan|local|wan] [-q|--quiet] [-v|--verbose]\n"
        "                 [--serve-store | -- CMD ARGS...]\n"},
       {"seed",
-       "gossip-rdzv seed --listen [HOST]:PORT [--run-id ID] [--profile lan|local|wan]\n"
+       "gossip-rdzv seed --listen [HOST]:PORT [--seed HOST:PORT,...] [--run-id ID]\n"
+       "                 [--profile lan|local|wan]\n"
        "                 [-q|--quiet] [-v|--verbose]\n"},
       {"members",
        "gossip-rdzv members --seed HOST:PORT [--run-id ID] [--format table|json]\n"
@@ -344,6 +345,12 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
 void add_seed_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--listen", raw.listen, "Required. Socket to bind; :PORT means all addresses")
       ->type_name("[HOST]:PORT");
+  app.add_option("--seed", raw.seeds,
+                 "The job's whole seed list, as the nodes get it (this seed\n"
+                 "included): seeds hand their joiners to each other, so\n"
+                 "joiners spread over several seeds form one group")
+      ->type_name("HOST:PORT")
+      ->allow_extra_args(false);
   add_common(app, raw);
   add_verbosity(app, raw);
 }
@@ -492,6 +499,7 @@ CliOptions build_seed(const RawOptions& raw) {
   }
   apply_listen(raw.listen, options.config);
   options.config.dedicated_seed = true;
+  if (!raw.seeds.empty()) options.config.seeds = parse_seeds(raw.seeds);
   options.config.run_id = parse_run_id(raw.run_id);
   options.config.timing = parse_profile(raw.profile);
   options.profile = raw.profile;
