@@ -457,7 +457,13 @@ struct Core::Impl {
     Gossip answer;
     for (const auto& claim : claims) {
       witness.merge(claim);
-      if (auto mine = witness.answer(claim)) answer.views.push_back(std::move(*mine));
+      auto mine = witness.answer(claim);
+      // Only what the asker lacks: a committed member answers every message from outside
+      // its view with the outcome, and an answer to that would never end.
+      if (mine && !std::includes(claim.witnesses.begin(), claim.witnesses.end(),
+                                 mine->witnesses.begin(), mine->witnesses.end())) {
+        answer.views.push_back(std::move(*mine));
+      }
     }
     if (!answer.views.empty()) send(asker, std::move(answer));
   }
