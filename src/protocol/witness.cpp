@@ -54,22 +54,27 @@ bool Witness::merge(const ViewClaim& claim) {
   return changed;
 }
 
-bool Witness::release_if_dead() {
-  if (!locked_) return false;
-  const ViewClaim& held = views_.at(*locked_);
-  bool dead = blocking(held.fenced, held.members.size());
-  for (auto it = views_.upper_bound(*locked_); it != views_.end() && !dead; ++it) {
+bool Witness::dead(const ViewId& id) const {
+  const ViewClaim& view = views_.at(id);
+  if (blocking(view.fenced, view.members.size())) return true;
+  for (auto it = views_.upper_bound(id); it != views_.end(); ++it) {
     const ViewClaim& higher = it->second;
-    for (std::size_t i = 0; i < higher.members.size() && !dead; ++i) {
-      // A member of the locked view holds a higher one: by rule 1 it is never ready on ours
-      // again, and since it left, our view's ready set was never full everywhere it counts
-      // (docs/protocol.md, "Why no two nodes commit different views").
-      dead = bits::get(higher.proposed, i) &&
-             std::binary_search(held.members.begin(), held.members.end(), higher.members[i]);
+    for (std::size_t i = 0; i < higher.members.size(); ++i) {
+      // A member of the view holds a higher one: by rule 1 it is never ready on this one
+      // again, so the view can never commit (docs/protocol.md, "Why no two nodes commit
+      // different views").
+      if (bits::get(higher.proposed, i) &&
+          std::binary_search(view.members.begin(), view.members.end(), higher.members[i]))
+        return true;
     }
   }
-  if (dead) locked_.reset();
-  return dead;
+  return false;
+}
+
+bool Witness::release_if_dead() {
+  if (!locked_ || !dead(*locked_)) return false;
+  locked_.reset();
+  return true;
 }
 
 bool Witness::witness_highest_ready() {
@@ -77,7 +82,7 @@ bool Witness::witness_highest_ready() {
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     ViewClaim& view = it->second;
     const std::size_t size = view.members.size();
-    if (!bits::full(view.ready, size) || blocking(view.fenced, size)) continue;
+    if (!bits::full(view.ready, size) || dead(it->first)) continue;
     locked_ = it->first;
     merge_witnesses(view.witnesses, {self_});
     return true;

@@ -36,6 +36,9 @@ class Witness {
   void check_invariants() const;
 
  private:
+  /// Provably never committed: a blocking set of its members fenced it, or one of its members
+  /// holds a higher view.
+  bool dead(const ViewId& id) const;
   bool release_if_dead();
   bool witness_highest_ready();
   void prune();
