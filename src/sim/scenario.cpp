@@ -131,12 +131,9 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
   } else if (kind == "over-max" || kind == "over-max-2x") {
     const std::size_t extra = kind == "over-max" ? 1 : n;
     add_nodes(s, extra, Time(0), spread, prng);
-    what << s.nodes.size() << " nodes for --nnodes " << n << ": exactly one assignment";
     // With 2 x MAX nodes there are 2 x MIN: two groups that lose sight of each other (loss
-    // long enough to declare the seed dead) can each commit a disjoint view. That is the
-    // documented limit of docs/protocol.md ("Disjoint groups"); overlapping views remain a
-    // safety failure.
-    if (kind == "over-max-2x") s.split_allowed = true;
+    // long enough to declare the seed dead) must still not both commit.
+    what << s.nodes.size() << " nodes for --nnodes " << n << ": exactly one assignment";
   } else if (kind == "last-call") {
     // MIN nodes start at once; the rest arrive around the end of the last-call window,
     // some before it closes, some after, and a few more than MAX.
@@ -261,16 +258,16 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
     what << n << " nodes, --nnodes " << n << ", " << k << (dedicated ? " dedicated" : " member")
          << " seeds listed by every node";
   } else if (kind == "split") {
-    // MIN <= MAX/2: two groups that never hear of each other (disjoint seeds, optionally a
-    // partition that heals later) may each commit. Documented; reported, not a failure.
+    // MIN <= MAX/2: two groups of MIN, each around its own seed, both seeds listed by every
+    // node (one job, one seed list), optionally partitioned from the start until later. A
+    // group holds one seed of two, no majority of the list: it must wait for the other.
     s.min_nodes = std::max<std::uint32_t>(1, n / 2);
     s.nodes.resize(2 * s.min_nodes);
     const std::size_t group_b = s.min_nodes;
     for (std::size_t i = 0; i < s.nodes.size(); ++i) {
       s.nodes[i].start = prng.time_between(Time(0), spread);
-      s.nodes[i].seeds = {i < group_b ? std::size_t{0} : group_b};
+      s.nodes[i].seeds = {0, group_b};
     }
-    s.split_allowed = true;
     const bool partitioned = prng.chance(0.5);
     if (partitioned) {
       Partition p;
@@ -281,7 +278,7 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
       s.partitions.push_back(p);
     }
     what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", two groups of " << s.min_nodes
-         << " with disjoint seeds (slots 0 and " << group_b << ")"
+         << " around seeds slots 0 and " << group_b << " (both listed by all)"
          << (partitioned ? ", partitioned until " + seconds_text(s.partitions[0].until) : "");
   } else if (kind == "hints") {
     // Mixed --nproc-per-node and --node-rank hints on a random subset (distinct, < N).

@@ -61,9 +61,6 @@ struct Scenario {
   std::vector<NodeSpec> nodes;  ///< indexed by slot
   std::vector<Partition> partitions;
   std::vector<CrashSpec> crashes;
-  /// MIN <= MAX/2 with disjoint seeds: two disjoint groups may each commit (documented); an
-  /// overlap between two committed views is still a safety failure.
-  bool split_allowed = false;
   std::string description;  ///< the faults in words, printed with a failure
 
   /// `gossip-rdzv-sim --scenario NAME --nodes N --seed S [--loss P] [--timing local]`

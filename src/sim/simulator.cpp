@@ -74,6 +74,14 @@ std::uint64_t nonzero(std::uint64_t value) {
 
 }  // namespace
 
+std::uint16_t master_port(std::uint64_t run_seed, std::size_t slot, std::uint64_t generation) {
+  // The runtime picks a free port when its process starts, so a restarted process announces
+  // another one. A hash rather than a stream draw: no other random choice of the run moves.
+  const std::uint64_t h =
+      mix64(run_seed ^ mix64(0x6d61737465720000ULL + slot * 0x100000001b3ULL + generation));
+  return static_cast<std::uint16_t>(20000 + h % 40001);
+}
+
 void install_abort_reporter() {
   struct sigaction action {};
   action.sa_handler = on_abort_signal;
@@ -168,8 +176,7 @@ struct Simulator::Impl {
       : scenario(std::move(s)),
         options(o),
         network(scenario.link, scenario.seed),
-        checker(CheckerConfig{scenario.run_id, scenario.min_nodes, scenario.max_nodes,
-                              scenario.split_allowed}),
+        checker(CheckerConfig{scenario.run_id, scenario.min_nodes, scenario.max_nodes}),
         ids(scenario.seed, 3) {}
 
   /// Whether `level` is traced: per-packet callers test it before building their text.
@@ -252,7 +259,7 @@ struct Simulator::Impl {
     ann.hostname = "node" + std::to_string(index);
     ann.nproc = slot.spec.nproc;
     ann.rank_hint = slot.spec.rank_hint;
-    ann.master_port = 29500;
+    ann.master_port = master_port(scenario.seed, index, slot.generation);
     ann.min_nodes = scenario.min_nodes;
     ann.max_nodes = scenario.max_nodes;
     config.run_id = scenario.run_id;
