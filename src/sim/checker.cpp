@@ -72,6 +72,8 @@ const char* to_string(FailureKind kind) {
       return "INVARIANT";
     case FailureKind::harness:
       return "HARNESS";
+    case FailureKind::lost_decision:
+      return "LIVENESS-LOST-DECISION";
   }
   return "?";
 }
@@ -110,6 +112,17 @@ Checker::Checker(CheckerConfig config) : config_(std::move(config)) {}
 
 void Checker::fail(FailureKind kind, Time at, std::string what) {
   failures_.push_back({kind, at, std::move(what)});
+}
+
+std::size_t Checker::reclassify_liveness(FailureKind kind, const std::string& why) {
+  std::size_t count = 0;
+  for (auto& f : failures_) {
+    if (f.kind != FailureKind::liveness && f.kind != FailureKind::outsider) continue;
+    f.kind = kind;
+    f.what += " (" + why + ")";
+    ++count;
+  }
+  return count;
 }
 
 bool Checker::has_safety_failure() const {

@@ -40,6 +40,10 @@ enum class FailureKind {
               ///< and every node that committed had exited (nobody left to tell it)
   invariant,  ///< the core reported an impossible event (e.g. Fatal without cause)
   harness,    ///< the simulator itself saw something impossible (codec refused our bytes)
+  /// liveness, explained: the only processes that committed crashed, and the votes the
+  /// survivors can still see are no majority of the view, so no protocol can finish the
+  /// round (docs/protocol.md, "What can still block a round"). Never a safety failure.
+  lost_decision,
 };
 const char* to_string(FailureKind kind);
 
@@ -111,6 +115,8 @@ class Checker {
   void on_event(const protocol::MemberKey& key, const protocol::Event& event, Time now);
   /// Records a failure found outside the events (e.g. undecodable bytes).
   void fail(FailureKind kind, Time at, std::string what);
+  /// Turns every liveness and outsider failure into `kind`, with `why` appended; the count.
+  std::size_t reclassify_liveness(FailureKind kind, const std::string& why);
 
   /// Running processes without an outcome that no process knowing the outcome could reach,
   /// each with the reason: no protocol could tell them, and termination does not ask it
