@@ -109,6 +109,9 @@ struct QueuedEvent {
   std::uint32_t slot = 0;
   std::uint64_t life = 0;  ///< the process it is for; stale when the slot moved on
   std::shared_ptr<const Packet> packet;
+  /// deliver: when a queued packet leaves its sender's queue (routed earlier, at the queue's
+  /// release); a partition added meanwhile (a phase cut) still stops it. -1: sent directly.
+  Time sent_at{-1};
 };
 
 struct Later {
@@ -382,7 +385,7 @@ struct Simulator::Impl {
       for (const auto& packet : flow.packets) {
         ++stats.released_to_listener;
         for (Time at : network.route(flow.from_slot, index, connected))
-          push({at, 0, EventKind::deliver, index, slot.life, packet});
+          push({at, 0, EventKind::deliver, index, slot.life, packet, connected});
       }
       if (tracing(1))
         trace(1, "slot " + std::to_string(flow.from_slot) + " connects to slot " +
@@ -576,6 +579,9 @@ struct Simulator::Impl {
       ++stats.undeliverable;
       return;
     }
+    if (event.sent_at >= Time(0) &&
+        network.drop_if_separated(packet.from_slot, event.slot, event.sent_at))
+      return;
     if (tracing(2))
       trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
                    " " + std::string(protocol::to_string(packet.type)) + " " +
