@@ -25,14 +25,19 @@ bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>&
 }  // namespace
 
 bool quorum(const std::vector<std::uint8_t>& set, std::size_t members) {
-  // More than half, or exactly half with the first member: any two such sets share a member,
-  // and an even view cannot split into two halves that both wait for the other.
-  const std::size_t count = bits::count_within(set, members);
-  return 2 * count > members || (2 * count == members && members > 0 && bits::get(set, 0));
+  // More than half: any two such sets share a member, and one member of a view of two is no
+  // quorum, so nobody commits on its own vote (an even view's tie is no outcome: it waits).
+  return 2 * bits::count_within(set, members) > members;
 }
 
-std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members) {
+bool blocking(const std::vector<std::uint8_t>& set, std::size_t members) {
+  return members > 0 && 2 * bits::count_within(set, members) >= members;
+}
+
+std::uint64_t view_digest(std::uint32_t round, std::uint64_t base_digest,
+                          const std::vector<MemberKey>& members) {
   std::uint64_t hash = fnv1a(kFnvOffset, &round, sizeof round);
+  hash = fnv1a(hash, &base_digest, sizeof base_digest);
   for (const auto& key : members) {
     hash = fnv1a(hash, key.endpoint.data(), key.endpoint.size());
     const char separator = 0;
@@ -40,6 +45,11 @@ std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& mem
     hash = fnv1a(hash, &key.generation, sizeof key.generation);
   }
   return hash;
+}
+
+bool decided(const ViewClaim& claim, const std::vector<MemberKey>& members,
+             const QuorumBase& base) {
+  return quorum(claim.voted, members.size()) && base.reached(members, claim.voted, claim.witnesses);
 }
 
 Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {
@@ -69,12 +79,13 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     // A view we do not know must come with its members (a claim by reference to a view we
     // never held, or pruned, teaches nothing), and they must be the ones its digest names.
     if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
-    if (view_digest(claim.round, claim.members) != claim.digest) return false;
+    if (view_digest(claim.round, config_.base.digest(), claim.members) != claim.digest)
+      return false;
     const std::size_t size = claim.members.size();
     // Not a copy of `claim` then clear(): the stored claim would keep the member list's
     // capacity (~40 B a member, for every view of every node: 4 GB at N = 10,000).
-    ViewClaim incoming{claim.round, claim.attempt, claim.digest,    {},          claim.proposed,
-                       claim.ready, claim.voted,   claim.committed, claim.fenced};
+    ViewClaim incoming{claim.round, claim.attempt, claim.digest,    {},           claim.proposed,
+                       claim.ready, claim.voted,   claim.committed, claim.fenced, claim.witnesses};
     for (auto* set : {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed,
                       &incoming.fenced}) {
       bits::trim(*set, size);
@@ -82,7 +93,8 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     // A vote is only believable next to a full ready set, a commit bit next to a quorum of
     // votes: that is what each certifies.
     if (!bits::full(incoming.ready, size)) incoming.voted = bits::empty(size);
-    if (!quorum(incoming.voted, size)) incoming.committed = bits::empty(size);
+    if (!protocol::decided(incoming, claim.members, config_.base))
+      incoming.committed = bits::empty(size);
     max_attempt_ = std::max(max_attempt_, claim.attempt);
     View view;
     view.claim = std::move(incoming);
@@ -100,9 +112,10 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
   if (bits::full_within(claim.ready, size)) {
     grew = bits::merge_within(mine.voted, claim.voted, size) || grew;
-    if (quorum(claim.voted, size))
-      grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
   }
+  grew = merge_witnesses(mine.witnesses, claim.witnesses) || grew;
+  // A commit bit is believable once what we now hold certifies the outcome.
+  if (decided(it->second)) grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
   grew = bits::merge_within(mine.fenced, claim.fenced, size) || grew;
   dirty_ = dirty_ || grew;
   return grew;
@@ -115,7 +128,15 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
   return static_cast<std::size_t>(it - members.begin());
 }
 
+bool Agreement::can_win_base(const View& view, const MemberTable& table) const {
+  return config_.base.can_win(
+      *view.members, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
+}
+
 bool Agreement::valid(const View& view, const MemberTable& table, bool complete) const {
+  // Outside the cache: a seed's first row (not a liveness change) can settle it, and it costs
+  // a lookup per seed.
+  if (!can_win_base(view, table)) return false;
   View::Validity& cache = complete ? view.complete_validity : view.hold_validity;
   // Adding a live row cannot make a view unfit to hold, only to be ready on: while tables
   // fill (N rows, one at a time) the hold check runs again only on deaths and restarts.
@@ -200,8 +221,16 @@ const MemberList* Agreement::candidate(Time now, const MemberTable& table) {
     // Sorted live members, built only when a view can be formed and the table changed.
     seen_table_version_ = table.version();
     auto live = table.live_keys();
-    if (live.size() > config_.max_nodes) live.resize(config_.max_nodes);
-    const std::uint64_t digest = view_digest(config_.round, live);
+    if (live.size() > config_.max_nodes) {
+      // More than MAX: the seeds first, so that the view can win the quorum base, then the
+      // others in member-key order (the same choice on every node with the same table).
+      std::stable_partition(live.begin(), live.end(), [&](const MemberKey& key) {
+        return config_.base.contains(key.endpoint);
+      });
+      live.resize(config_.max_nodes);
+      std::sort(live.begin(), live.end());
+    }
+    const std::uint64_t digest = view_digest(config_.round, config_.base.digest(), live);
     live_ = config_.pool->members(digest, std::move(live));
   }
   return live_.get();
@@ -209,11 +238,6 @@ const MemberList* Agreement::candidate(Time now, const MemberTable& table) {
 
 const Agreement::View* Agreement::highest() const {
   return views_.empty() ? nullptr : &views_.rbegin()->second;
-}
-
-bool Agreement::superseded(const MemberKey& key, const MemberTable& table) const {
-  const Member* row = table.find(key.endpoint);
-  return row != nullptr && row->ann->generation > key.generation;
 }
 
 bool Agreement::fence(const MemberTable& table) {
@@ -245,14 +269,17 @@ bool Agreement::fence(const MemberTable& table) {
 bool Agreement::release_if_dead(const MemberTable& table) {
   if (!ready_ || !held_) return false;
   const View& held = views_.at(*held_);
-  bool all_gave_up = true;
   const auto& members = *held.members;
-  for (std::size_t i = 0; i < members.size() && all_gave_up; ++i) {
-    all_gave_up = bits::get(held.claim.fenced, i) || superseded(members[i], table);
+  if (!can_win_base(held, table)) {
+    // Too few seeds are members of it or can still witness it: it can never commit (e.g. two
+    // groups partitioned around two seeds, each ready on its own half).
+    ready_ = false;
+    return true;
   }
-  // A quorum of fences meets every quorum of votes in a member that never voted: the view
-  // can never commit, so holding it protects nothing.
-  if (all_gave_up || quorum(held.claim.fenced, members.size())) {
+  // A blocking set of fences meets every quorum of votes in a member that never voted: the
+  // view can never commit, so holding it protects nothing. (A restart is no fence: the old
+  // process may have voted, and only its own fence bit would prove it did not.)
+  if (blocking(held.claim.fenced, members.size())) {
     ready_ = false;
     return true;
   }
@@ -277,7 +304,7 @@ ViewId Agreement::ensure_view(const std::shared_ptr<const MemberList>& members) 
     if (held_ && !(*held_ < it->first)) break;
     if (it->second.members == members || *it->second.members == *members) return it->first;
   }
-  ViewId id{max_attempt_ + 1, view_digest(config_.round, *members)};
+  ViewId id{max_attempt_ + 1, view_digest(config_.round, config_.base.digest(), *members)};
   max_attempt_ = id.attempt;
   View view;
   view.claim.round = config_.round;
@@ -300,15 +327,19 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
     // A view we fenced, or a quorum fenced, can never commit (a member buried by mistake may
     // make it valid again): offer its members under a new id instead.
-    if (fenced_.count(it->first) || quorum(it->second.claim.fenced, it->second.members->size()))
+    if (fenced_.count(it->first) || blocking(it->second.claim.fenced, it->second.members->size()))
       continue;
     if (valid(it->second, table, false)) {
       best = &it->second;
       break;
     }
   }
+  // A candidate that cannot win the quorum base (a group cut off from the seeds) is not
+  // proposed: it could never commit, and holding it would only delay the group's return.
   const bool wanted_has_me =
-      wanted && std::binary_search(wanted->begin(), wanted->end(), config_.self);
+      wanted && std::binary_search(wanted->begin(), wanted->end(), config_.self) &&
+      config_.base.can_win(
+          *wanted, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
   std::optional<ViewId> target;
   if (wanted_has_me) {
     const ViewId best_id =
@@ -363,7 +394,7 @@ bool Agreement::advance(const MemberTable& table) {
     bits::set(view.claim.voted, index);
     changed = true;
   }
-  if (bits::get(view.claim.voted, index) && quorum(view.claim.voted, size)) {
+  if (bits::get(view.claim.voted, index) && decided(view)) {
     committed_ = held_;
     bits::set(view.claim.committed, index);
     changed = true;
@@ -371,10 +402,9 @@ bool Agreement::advance(const MemberTable& table) {
   return changed;
 }
 
-bool Agreement::adopt_commit(const MemberTable& table) {
+bool Agreement::adopt_commit() {
   for (auto& [id, view] : views_) {
-    if (!quorum(view.claim.voted, view.members->size())) continue;
-    if (fenced_.count(id) && !committed_by_live_member(view, table)) continue;
+    if (!decided(view)) continue;
     auto index = my_index(view);
     if (!index) {
       if (not_admitted_) return false;
@@ -382,9 +412,10 @@ bool Agreement::adopt_commit(const MemberTable& table) {
       foreign_commit_ = full_claim(view);
       return true;
     }
-    // A quorum voted, so every member was ready on this view, us included, and no quorum
-    // can ever fence it: we are locked on it already, or were and are about to hear the last
-    // bits. Adopting it cannot contradict anyone.
+    // A quorum voted, so every member was ready on this view, us included, and no blocking
+    // set can ever fence it (it would share a member with the voters): we are locked on it
+    // already, or were and are about to hear the last bits, even if we fenced it ourselves.
+    // Adopting it cannot contradict anyone.
     committed_ = id;
     held_ = id;
     ready_ = true;
@@ -395,15 +426,8 @@ bool Agreement::adopt_commit(const MemberTable& table) {
   return false;
 }
 
-bool Agreement::committed_by_live_member(const View& view, const MemberTable& table) const {
-  // A vote from a member that has not restarted: that member never fenced, so not every
-  // live member fenced and nobody moved on by rule 6; adopting is safe. Votes only from
-  // restarted members' old processes are ignored by a fenced node (those processes are gone).
-  const auto& members = *view.members;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    if (bits::get(view.claim.voted, i) && !superseded(members[i], table)) return true;
-  }
-  return false;
+bool Agreement::decided(const View& view) const {
+  return protocol::decided(view.claim, *view.members, config_.base);
 }
 
 bool Agreement::step(Time now, const MemberTable& table) {
@@ -414,7 +438,7 @@ bool Agreement::step(Time now, const MemberTable& table) {
   if (!dirty_ && stepped_version_ == table.version() && !deadline_passed) return false;
   dirty_ = false;
   stepped_version_ = table.version();
-  bool changed = adopt_commit(table);
+  bool changed = adopt_commit();
   if (committed_ || not_admitted_) return changed;
   changed = fence(table) || changed;
   changed = release_if_dead(table) || changed;
@@ -538,6 +562,33 @@ std::vector<std::string> Agreement::sample_missing_commit(Prng& prng, std::size_
   return picked;
 }
 
+std::vector<std::string> Agreement::witnesses_wanted() const {
+  if (committed_ || !held_ || !ready_) return {};
+  const View& view = views_.at(*held_);
+  if (!bits::full(view.claim.ready, view.members->size()) || decided(view)) return {};
+  return config_.base.to_ask(*view.members, view.claim.witnesses);
+}
+
+Agreement::BaseStatus Agreement::base_status() const {
+  BaseStatus status;
+  status.size = config_.base.endpoints().size();
+  const auto& id = committed_ ? committed_ : held_;
+  if (!id) {
+    status.missing = config_.base.endpoints();
+    return status;
+  }
+  const View& view = views_.at(*id);
+  status.all_ready = bits::full(view.claim.ready, view.members->size());
+  for (const auto& endpoint : config_.base.endpoints()) {
+    if (QuorumBase({endpoint}).won(*view.members, view.claim.voted, view.claim.witnesses) == 1) {
+      ++status.won;
+    } else {
+      status.missing.push_back(endpoint);
+    }
+  }
+  return status;
+}
+
 std::optional<Time> Agreement::next_deadline() const {
   if (committed_ || not_admitted_) return std::nullopt;
   return last_call_end_;
@@ -562,8 +613,8 @@ void Agreement::check_invariants() const {
     if (bits::any(view.claim.voted) && !bits::full(view.claim.ready, size)) {
       fail("a vote without a full ready set");
     }
-    if (bits::any(view.claim.committed) && !quorum(view.claim.voted, size)) {
-      fail("a commit bit without a quorum of votes");
+    if (bits::any(view.claim.committed) && !decided(view)) {
+      fail("a commit bit on a view that is not the outcome");
     }
     if (auto index = my_index(view);
         index && bits::get(view.claim.voted, *index) && bits::get(view.claim.fenced, *index)) {
@@ -583,7 +634,7 @@ void Agreement::check_invariants() const {
   if (committed_ && !(held_ && *held_ == *committed_)) fail("committed view is not the held view");
   if (committed_) {
     const View& view = views_.at(*committed_);
-    if (!quorum(view.claim.voted, view.members->size())) fail("committed without a quorum");
+    if (!decided(view)) fail("committed without a quorum of votes and of the base");
   }
 }
 

@@ -3,23 +3,30 @@
 // (attempt, digest):
 //
 //   proposed(V) bit of m: m held V.          ready(V) bit of m: m saw proposed(V) full.
-//   voted(V) bit of m: m saw ready(V) full and votes for V. V is the round's outcome once a
-//   quorum of its members voted (more than half, or half with its first member).
-//   committed(V) bit of m: m saw that quorum (it knows the outcome).
+//   voted(V) bit of m: m saw ready(V) full and votes for V.
+//   V is the round's outcome once (a) a strict majority of its members voted and (b) the
+//   round's quorum base (the seed list) is won: more than half of the base endpoints are
+//   members of V that voted, or dedicated seeds that witnessed V.
+//   committed(V) bit of m: m saw (a) and (b) (it knows the outcome).
 //   fenced(V) bit of m: m promised never to vote for V.
 //
 //   1. A node's held view only ever increases in that order.
 //   2. A ready node keeps its view until the view is provably dead: some member of it holds a
 //      higher view (by 1 it will never hold this one again, so ready(V) can never fill), or
-//      a quorum fenced it (it meets every quorum of votes in a member that never voted).
+//      its fenced members are a blocking set (at least half: the others are no majority).
 //   3. Bits are set only by their owner and merge by union, so a copy can be stale but never
-//      wrong; a full ready(V) with no fence quorum means every member is locked on V.
-//   4. Learning of a view with a quorum of votes adopts it (a member) or ends the round (not
+//      wrong; a full ready(V) without a blocking fence set means every member is locked on V.
+//   4. Learning of a view that is the outcome adopts it (a member) or ends the round (not
 //      admitted).
 //   5. A ready member that dies (or restarts) before its ready bit reaches everyone would
-//      block a view whose other members are all ready: it may have seen ready full, but it
-//      cannot commit alone. Each member that lacks ready full when it learns of the death
-//      fences; a quorum of fences (or every live member fencing) releases the view.
+//      block a view whose other members are all ready: it may have seen ready full and voted,
+//      but nobody commits on fewer votes than a majority, so it cannot have committed alone.
+//      Each member that lacks ready full when it learns of the death fences; a blocking set
+//      of fences releases the view.
+//   6. Two views that each won the base share a base endpoint: the same member process
+//      (overlapping views, covered by 1-5) or the same witness, which witnesses a second view
+//      only once the first is provably dead (witness.hpp). So disjoint groups cannot both
+//      commit.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +41,7 @@
 #include "member_table.hpp"
 #include "messages.hpp"
 #include "prng.hpp"
+#include "quorum_base.hpp"
 
 namespace gossip_rdzv::protocol {
 
@@ -43,12 +51,21 @@ struct ViewId {
   auto operator<=>(const ViewId&) const = default;
 };
 
-/// Whether `set` (bits over a view of `members`) is a quorum: more than half, or exactly half
-/// including member 0. Any two quorums of one view share a member.
+/// Whether `set` (bits over a view of `members`) is a quorum: more than half. Any two quorums
+/// of one view share a member, and no single member of a view of two or more is one.
 bool quorum(const std::vector<std::uint8_t>& set, std::size_t members);
+/// Whether `set` blocks every quorum: at least half, so the members outside it are no
+/// majority. A blocking set of fences proves that the view can never commit.
+bool blocking(const std::vector<std::uint8_t>& set, std::size_t members);
 
-/// Digest of a round's member list (FNV-1a 64): names a view on every node alike.
-std::uint64_t view_digest(std::uint32_t round, const std::vector<MemberKey>& members);
+/// Digest of a round's member list under a quorum base (FNV-1a 64): names a view on every
+/// node alike; nodes started with different seed lists never name the same view.
+std::uint64_t view_digest(std::uint32_t round, std::uint64_t base_digest,
+                          const std::vector<MemberKey>& members);
+
+/// Whether `claim` is the round's outcome: a quorum of votes and the base won. Its sets are
+/// bits over `members`.
+bool decided(const ViewClaim& claim, const std::vector<MemberKey>& members, const QuorumBase& base);
 
 struct AgreementConfig {
   MemberKey self;
@@ -56,6 +73,9 @@ struct AgreementConfig {
   std::uint32_t min_nodes = 1;
   std::uint32_t max_nodes = 1;
   Time last_call{0};
+  /// The round's quorum base: for round 0 the seed endpoints this node was given (itself
+  /// included when listed). Empty: no base condition (a lone core in tests).
+  QuorumBase base;
   /// Where member lists are interned (shared with the member table); null: its own.
   std::shared_ptr<InternPool> pool;
 };
@@ -102,6 +122,14 @@ class Agreement {
   std::vector<std::string> sample_missing_commit(Prng& prng, std::size_t count) const;
   /// When a view can next be formed (the end of the last call), if waiting for it.
   std::optional<Time> next_deadline() const;
+  /// Base endpoints to ask for a witness of the held view: we voted for it, its votes are a
+  /// quorum but the base is not won, and these seeds are no members of it (dedicated seeds,
+  /// or seeds cut off from the view). Empty otherwise.
+  std::vector<std::string> witnesses_wanted() const;
+  /// Where the held (or committed) view stands with the quorum base, for progress lines and
+  /// the timeout error: a round whose members are all ready may still wait for seeds.
+  using BaseStatus = SeedQuorum;
+  BaseStatus base_status() const;
 
   void check_invariants() const;
 
@@ -133,15 +161,15 @@ class Agreement {
   ViewClaim full_claim(const View& view) const;
   void update_superseded(const View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
+  bool can_win_base(const View& view, const MemberTable& table) const;
   /// Sets our fenced bit on views with a member gone before we saw ready full (rule 5).
   bool fence(const MemberTable& table);
-  bool superseded(const MemberKey& key, const MemberTable& table) const;
-  bool committed_by_live_member(const View& view, const MemberTable& table) const;
+  bool decided(const View& view) const;
   bool choose_held(Time now, const MemberTable& table);
   bool hold(const ViewId& id);
   ViewId ensure_view(const std::shared_ptr<const MemberList>& members);
   bool advance(const MemberTable& table);
-  bool adopt_commit(const MemberTable& table);
+  bool adopt_commit();
   std::optional<std::size_t> my_index(const View& view) const;
   const View* highest() const;
   void prune();

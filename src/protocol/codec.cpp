@@ -46,6 +46,8 @@ constexpr std::size_t kMaxBodyDepth = 6;
 // until the reader refuses them by type.
 constexpr std::size_t kMaxMapEntries = 16;
 constexpr std::size_t kMaxExtBytes = 16;
+// Witnesses of a view are dedicated seeds of the quorum base: a few, never thousands.
+constexpr std::size_t kMaxWitnesses = 64;
 
 // msgpack allocates an array's element table when it reads the count, before the elements
 // arrive; these limits bound that allocation whatever the count on the wire says.
@@ -203,6 +205,10 @@ class Writer {
   void field(std::string_view, bool flag) { flag ? packer_.pack_true() : packer_.pack_false(); }
   void field(std::string_view, MemberStatus status) { packer_.pack_uint64(std::uint8_t(status)); }
   void field(std::string_view, RefuseReason reason) { packer_.pack_uint64(std::uint8_t(reason)); }
+  void field(std::string_view, const std::vector<std::string>& texts) {
+    packer_.pack_array(static_cast<std::uint32_t>(texts.size()));
+    for (const auto& text : texts) field("", text);
+  }
   // Bitsets travel as msgpack binary, one bit per member.
   void field(std::string_view, const std::vector<std::uint8_t>& bits) {
     packer_.pack_bin(static_cast<std::uint32_t>(bits.size()));
@@ -290,6 +296,15 @@ class Reader {
     if (code == 0) reject(Kind::malformed, path, "value 0 is out of range 1-3");
     reason = static_cast<RefuseReason>(code);
   }
+  void field(std::string_view name, std::vector<std::string>& texts) {
+    const Path path(&path_, name);
+    const msgpack::object& list = next();
+    expect_type(list, msgpack::type::ARRAY, path);
+    texts.clear();
+    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
+      texts.push_back(read_string(list.via.array.ptr[i], Path(&path, i)));
+    }
+  }
   void field(std::string_view name, std::vector<std::uint8_t>& bits) {
     const msgpack::object& value = next();
     expect_type(value, msgpack::type::BIN, Path(&path_, name));
@@ -332,7 +347,7 @@ class Reader {
 
 template <class Io>
 void layout(Io& io, In<Announcement, Io>& a) {
-  io.begin(10);
+  io.begin(11);
   io.field("endpoint", a.endpoint);
   io.field("node_id", a.node_id);
   io.field("generation", a.generation);
@@ -343,6 +358,7 @@ void layout(Io& io, In<Announcement, Io>& a) {
   io.field("master_port", a.master_port);
   io.field("min_nodes", a.min_nodes);
   io.field("max_nodes", a.max_nodes);
+  io.field("seeds_digest", a.seeds_digest);
 }
 
 template <class Io>
@@ -404,9 +420,22 @@ void check_view_claim(const ViewClaim& v, const Path& path) {
   check_bitset(v.fenced, v.members.size(), "fenced", path);
 }
 
+void check_witnesses(const std::vector<std::string>& witnesses, const Path& claim) {
+  const Path path(&claim, "witnesses");
+  if (witnesses.size() > kMaxWitnesses) {
+    reject(
+        Kind::too_large, path,
+        std::to_string(witnesses.size()) + " witnesses, at most " + std::to_string(kMaxWitnesses));
+  }
+  for (std::size_t i = 1; i < witnesses.size(); ++i) {
+    if (!(witnesses[i - 1] < witnesses[i]))
+      reject(Kind::malformed, path, "not sorted or not unique at index " + std::to_string(i));
+  }
+}
+
 template <class Io>
 void layout(Io& io, In<ViewClaim, Io>& v) {
-  io.begin(9);
+  io.begin(10);
   io.field("round", v.round);
   io.field("attempt", v.attempt);
   io.field("digest", v.digest);
@@ -416,7 +445,11 @@ void layout(Io& io, In<ViewClaim, Io>& v) {
   io.field("voted", v.voted);
   io.field("committed", v.committed);
   io.field("fenced", v.fenced);
-  if constexpr (!Io::kWriting) check_view_claim(v, io.path());
+  io.field("witnesses", v.witnesses);
+  if constexpr (!Io::kWriting) {
+    check_view_claim(v, io.path());
+    check_witnesses(v.witnesses, io.path());
+  }
 }
 
 template <class Io>

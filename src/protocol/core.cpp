@@ -9,6 +9,7 @@
 #include "member_table.hpp"
 #include "prng.hpp"
 #include "rank_assignment.hpp"
+#include "witness.hpp"
 
 namespace gossip_rdzv::protocol {
 namespace {
@@ -50,7 +51,10 @@ struct Core::Impl {
         table(config.self.endpoint, config.pool),
         agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
                                   config.round, config.min_nodes, config.max_nodes,
-                                  as_time(config.last_call), table.pool_handle()}) {
+                                  as_time(config.last_call), QuorumBase(config.seeds),
+                                  table.pool_handle()}),
+        witness(config.self.endpoint, config.round) {
+    config.self.seeds_digest = QuorumBase(config.seeds).digest();
     // A member listed among the seeds meets every other seed (see tick_join).
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
     seed_set = config.seeds;
@@ -266,6 +270,34 @@ struct Core::Impl {
                   config.run_id + "' with the same --nnodes"});
   }
 
+  /// The seed list is round 0's quorum base: nodes started with different lists could each
+  /// win their own base, so they never hold the same view; say so instead of timing out.
+  void check_seed_list(const Announcement& ann) {
+    if (config.seed_only || config_fatal || agreement.committed() || agreement.not_admitted())
+      return;
+    if (ann.seeds_digest == config.self.seeds_digest) return;
+    config_fatal = true;
+    events.push_back(Fatal{ErrorCode::usage,
+                           "node " + ann.hostname + " (" + ann.endpoint +
+                               ") was started with another --seed list than this node (" +
+                               seed_list_text() + "); start every node of run '" + config.run_id +
+                               "' with the same --seed list: it decides which group may agree "
+                               "(docs/protocol.md, \"Quorum base\")"});
+  }
+  std::string seed_list_text() const {
+    std::string text;
+    for (const auto& endpoint : agreement_base_endpoints()) {
+      text += (text.empty() ? "" : ", ") + endpoint;
+    }
+    return text.empty() ? "none" : text;
+  }
+  std::vector<std::string> agreement_base_endpoints() const {
+    std::vector<std::string> all = seed_set;
+    if (listed_seed) all.push_back(config.self.endpoint);
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+
   void learn(const std::vector<MemberRecord>& records, const std::string& via, Time now) {
     for (const auto& rumour : records) {
       if (rumour.ann.endpoint.empty()) continue;
@@ -278,6 +310,7 @@ struct Core::Impl {
         continue;
       }
       check_sizes(rumour.ann);
+      check_seed_list(rumour.ann);
       const auto change = table.merge(rumour, now, now + suspicion_timeout(), via);
       note_member_change(change, rumour);
     }
@@ -417,6 +450,31 @@ struct Core::Impl {
     ping.seq = seq;
     send(request.target, std::move(ping));
   }
+  /// A dedicated seed is a base endpoint: members that voted for a view ask it to witness
+  /// (witness.hpp); it answers with its copy of each view it knows, its witness included.
+  void answer_as_witness(const std::string& asker, const std::vector<ViewClaim>& claims) {
+    if (claims.empty()) return;
+    Gossip answer;
+    for (const auto& claim : claims) {
+      witness.merge(claim);
+      if (auto mine = witness.answer(claim)) answer.views.push_back(std::move(*mine));
+    }
+    if (!answer.views.empty()) send(asker, std::move(answer));
+  }
+
+  /// Members that voted for a view whose base is not won yet ask the base endpoints outside
+  /// the view (dedicated seeds) to witness it, with the whole claim.
+  void ask_witnesses() {
+    const auto seeds = agreement.witnesses_wanted();
+    if (seeds.empty()) return;
+    const auto claims = agreement.claims_to_send();
+    for (const auto& seed : seeds) {
+      Gossip request;
+      request.views = claims;
+      send(seed, std::move(request));
+    }
+  }
+
   /// A dedicated seed introduces a joiner to a few members now; they spread it from there.
   void introduce(const MemberRecord& joiner) {
     for (const auto& peer :
@@ -429,6 +487,7 @@ struct Core::Impl {
 
   void handle(Time now, const Envelope& env, const Gossip& gossip) {
     mark_joined(env.sender);
+    if (config.seed_only) answer_as_witness(env.sender, gossip.views);
     if (config.seed_only && is_seed(env.sender)) {
       // Joiners another dedicated seed took in: introduce the ones new to us.
       for (const auto& record : gossip.updates) {
@@ -698,6 +757,7 @@ struct Core::Impl {
       next_gossip_at = now + as_time(config.timing.gossip_interval);
       push_gossip(config.timing.gossip_fanout);
       gossip_to_the_dead(now);
+      ask_witnesses();
       last_push_at = now;
       dirty = false;
     }
@@ -705,6 +765,7 @@ struct Core::Impl {
       // New information goes out at once, not on the next period: a rendezvous should cost
       // a few round trips, not a few gossip intervals.
       push_gossip(config.timing.gossip_fanout);
+      ask_witnesses();
       last_push_at = now;
       dirty = false;
     }
@@ -901,6 +962,7 @@ struct Core::Impl {
   Prng prng;
   MemberTable table;
   Agreement agreement;
+  Witness witness;  ///< a dedicated seed's part in agreement (witness.hpp)
   std::deque<Outgoing> outbox;
   std::deque<Event> events;
   std::uint64_t incarnation = 0;
@@ -1107,6 +1169,7 @@ Snapshot Core::snapshot() const {
   std::sort(snap.members.begin(), snap.members.end(),
             [](const auto& a, const auto& b) { return a.ann.endpoint < b.ann.endpoint; });
   snap.held = s.agreement.held_view();
+  if (!s.config.seed_only) snap.seeds = s.agreement.base_status();
   for (const auto& [endpoint, entry] : s.unanswered) {
     if (entry.count == 0) continue;
     snap.unreachable.push_back(UnreachablePeer{
@@ -1121,6 +1184,7 @@ Snapshot Core::snapshot() const {
 void Core::check_invariants() const {
   const Impl& s = *impl_;
   s.agreement.check_invariants();
+  s.witness.check_invariants();
   const Member* self = s.table.find(s.config.self.endpoint);
   if (!s.config.seed_only && s.started &&
       (self == nullptr || self->status != MemberStatus::alive)) {

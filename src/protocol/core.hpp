@@ -131,6 +131,15 @@ struct UnreachablePeer {
   /// The count at which a peer that is heard meanwhile is told, and reported as unreachable.
   static constexpr std::uint32_t kReportAfter = 3;
 };
+/// How the view a node holds stands with the round's quorum base, the seed list
+/// (docs/protocol.md, "Quorum base"): a view whose members are all ready may still wait for
+/// a majority of the seeds to vote (member seeds) or witness it (dedicated seeds).
+struct SeedQuorum {
+  std::size_t won = 0;               ///< seed endpoints that voted or witnessed
+  std::size_t size = 0;              ///< seed endpoints in the list (0: no base condition)
+  std::vector<std::string> missing;  ///< seed endpoints that did not (yet)
+  bool all_ready = false;            ///< every member of the held view is ready on it
+};
 struct Snapshot {
   bool joined = false;
   bool committed = false;
@@ -138,6 +147,7 @@ struct Snapshot {
   std::vector<MemberView> members;           ///< including self (unless seed_only)
   std::optional<ViewClaim> held;             ///< the view this node holds, if any
   std::vector<UnreachablePeer> unreachable;  ///< every peer with unanswered messages, by endpoint
+  SeedQuorum seeds;                          ///< the held view and the seed list
 };
 
 class Core {

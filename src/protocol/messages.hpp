@@ -9,7 +9,7 @@
 
 namespace gossip_rdzv::protocol {
 
-inline constexpr std::uint16_t kProtocolVersion = 2;
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr char kMagic[] = "GRDZ";
 
 /// What a node says about itself when it joins; never changes for one process.
@@ -24,6 +24,9 @@ struct Announcement {
   std::uint16_t master_port = 0;  ///< port checked free on this node
   std::uint32_t min_nodes = 1;    ///< the sizes this node was started with (checked for mismatch)
   std::uint32_t max_nodes = 1;
+  /// Digest of the seed list this node was started with, the round's quorum base (checked
+  /// for mismatch: nodes given different seed lists never agree).
+  std::uint64_t seeds_digest = 0;
 
   bool operator==(const Announcement&) const = default;
 };
@@ -62,6 +65,9 @@ struct ViewClaim {
   std::vector<std::uint8_t> fenced;     ///< members that promised never to vote for it: one of
                                         ///< its members died or restarted before they saw
                                         ///< `ready` full
+  /// Dedicated seeds of the quorum base that witnessed the view (sorted endpoints): each
+  /// witnesses at most one view of a round that can still commit (docs/protocol.md).
+  std::vector<std::string> witnesses;
 
   bool operator==(const ViewClaim&) const = default;
 };

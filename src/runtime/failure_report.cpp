@@ -182,6 +182,14 @@ Error join_timeout_error(const Config& config, const protocol::Snapshot& snapsho
   if (present < config.min_nodes) {
     text += fmt::format("; {} still missing: start them with the same --seed and --run-id {}",
                         config.min_nodes - present, config.run_id);
+  } else if (const auto& seeds = snapshot.seeds; seeds.all_ready && 2 * seeds.won <= seeds.size) {
+    text += fmt::format(
+        "; every member is ready, but the view needs votes or witnesses from a majority of the "
+        "seed list and has {} of {} (none from {}): a seed that is down, cut off or restarted "
+        "before the commit stops the round, since nobody can tell it from a seed that commits "
+        "another group behind a partition. Start the missing seeds, or give the job three or "
+        "more seeds so that it survives the loss of one (docs/protocol.md, \"Quorum base\")",
+        seeds.won, seeds.size, join_list(seeds.missing));
   } else {
     text +=
         "; enough nodes are present but they did not agree on a view in time (see the log "

@@ -442,8 +442,15 @@ Progress Node::progress() const {
 
 void Node::finish() {
   if (!impl_->runtime || !impl_->runtime->state().assignment) return;
-  // The core ends its own grace period; the extra second only covers loop latency.
-  const auto deadline = Clock::now() + impl_->config.timing.commit_grace + std::chrono::seconds(1);
+  // The core ends its own stay (done); this bound only guards against a loop that never
+  // says so. It must not be shorter than the core's stay: a seed stays
+  // max(commit_grace, join_backoff_max) (Core::stay_until), which under the wan profile is
+  // the backoff (30 s, against a 15 s grace). The extra second covers loop latency.
+  const Timing& timing = impl_->config.timing;
+  const bool seed = impl_->listed_as_seed || impl_->seeds.empty();
+  const auto stay =
+      seed ? std::max(timing.commit_grace, timing.join_backoff_max) : timing.commit_grace;
+  const auto deadline = Clock::now() + stay + std::chrono::seconds(1);
   impl_->runtime->wait_until(
       [](const runtime::RuntimeState& s) {
         return s.done || s.stopped || s.loop_failure.has_value();

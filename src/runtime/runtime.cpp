@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iterator>
+#include <utility>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -155,7 +156,6 @@ void Runtime::loop() {
   std::vector<transport::Received> inbound;
   while (!stopping_) {
     const auto outgoing = step(now(), inbound);
-    changed_.notify_all();
     for (const auto& send : outgoing) transmit(send);
     for (const auto& send : sidecar_sends_) {
       if (!transport_->send(send.to, send.bytes)) {
@@ -163,9 +163,24 @@ void Runtime::loop() {
       }
     }
     sidecar_sends_.clear();
+    // Only now may a thread in wait_until() see a commit (or fatal error) of this step: our
+    // vote and commit bits, queued in the same step, are with the transport before the
+    // caller acts on the outcome (writes files, starts workers, exits) and perhaps dies, so
+    // its peers can commit too.
+    publish();
     if (stopping_) break;
     inbound = receive_batch();
   }
+}
+
+void Runtime::publish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (unpublished_assignment_) state_.assignment = std::exchange(unpublished_assignment_, {});
+    if (unpublished_fatal_ && !state_.fatal) state_.fatal = unpublished_fatal_;
+    unpublished_fatal_.reset();
+  }
+  changed_.notify_all();
 }
 
 void Runtime::transmit(const Send& send) {
@@ -177,12 +192,13 @@ void Runtime::transmit(const Send& send) {
     if (!transport_->reply(send.reply_to, bytes)) {
       log_->debug("dropped a {} to {}: its connection is gone", type, printable(out.to));
     }
-    return;
+  } else {
+    log_->trace("-> {} to {}", type, out.to);
+    if (!transport_->send(out.to, bytes)) {
+      log_->debug("dropped a {} to {}: its queue is full", type, out.to);
+    }
   }
-  log_->trace("-> {} to {}", type, out.to);
-  if (!transport_->send(out.to, bytes)) {
-    log_->debug("dropped a {} to {}: its queue is full", type, out.to);
-  }
+  if (send_observer_) send_observer_(out);
 }
 
 std::vector<transport::Received> Runtime::receive_batch() {
@@ -213,7 +229,6 @@ std::vector<Runtime::Send> Runtime::step(Time now,
                                          const std::vector<transport::Received>& inbound) {
   std::vector<Send> outgoing;
   std::lock_guard lock(mutex_);
-  const bool had_assignment = state_.assignment.has_value();
   for (const auto& message : inbound) {
     if (sidecar_ && sidecar_->claims(message.bytes)) {
       sidecar_->on_bytes(now, message.bytes);
@@ -231,13 +246,13 @@ std::vector<Runtime::Send> Runtime::step(Time now,
   while (auto out = core_.poll_send()) outgoing.push_back(Send{std::move(*out), {}});
   while (auto event = core_.poll_event()) apply_event(*event);
   state_.done = core_.done();
-  step_sidecar(now, !had_assignment && state_.assignment.has_value());
+  step_sidecar(now);
   return outgoing;
 }
 
-void Runtime::step_sidecar(Time now, bool newly_committed) {
+void Runtime::step_sidecar(Time now) {
   if (!sidecar_) return;
-  if (newly_committed) sidecar_->on_committed(now, *state_.assignment);
+  if (unpublished_assignment_) sidecar_->on_committed(now, *unpublished_assignment_);
   sidecar_->on_tick(now);
   auto sends = sidecar_->take_sends();
   sidecar_sends_.insert(sidecar_sends_.end(), std::make_move_iterator(sends.begin()),
@@ -302,7 +317,7 @@ void Runtime::apply_event(const protocol::Event& event) {
               "committed round {}: {} nodes, world size {}, this node is node rank {}, "
               "master {}:{}",
               a.round, a.nnodes(), a.world_size, a.my_node_rank, a.master_addr, a.master_port);
-          state_.assignment = a;
+          unpublished_assignment_ = a;  // published by loop() after this step's sends
         } else if constexpr (std::is_same_v<E, protocol::NotAdmitted>) {
           log_->warn("round {} closed with {} nodes without this node", e.round, e.view_size);
           state_.not_admitted = e;
@@ -324,7 +339,7 @@ void Runtime::apply_event(const protocol::Event& event) {
               std::chrono::duration<double>(e.failing_for).count());
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
           log_->error("{}", printable(e.message));
-          if (!state_.fatal) state_.fatal = e;
+          if (!unpublished_fatal_) unpublished_fatal_ = e;  // publish() keeps the first
         }
       },
       event);

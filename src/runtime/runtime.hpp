@@ -93,6 +93,12 @@ class Runtime {
   protocol::Time now() const;
   const protocol::CoreConfig& config() const { return config_; }
 
+  /// For tests: called on the loop thread after each message of the core is handed to the
+  /// transport. Set it before start().
+  void set_send_observer(std::function<void(const protocol::Outgoing&)> observer) {
+    send_observer_ = std::move(observer);
+  }
+
  private:
   using Bytes = transport::Bytes;
   /// What the core wants sent, and the inbox connection to answer on when it is a reply.
@@ -109,9 +115,10 @@ class Runtime {
   void warn_undecodable(protocol::Time now, const protocol::DecodeError& error);
   std::vector<Send> step(protocol::Time now, const std::vector<transport::Received>& inbound);
   void transmit(const Send& send);
+  void publish();
   void apply_event(const protocol::Event& event);
   void note_unreachable_report(const protocol::UnreachableReported& report);
-  void step_sidecar(protocol::Time now, bool newly_committed);
+  void step_sidecar(protocol::Time now);
 
   const protocol::CoreConfig config_;
   const std::chrono::steady_clock::time_point origin_;
@@ -121,12 +128,18 @@ class Runtime {
   mutable std::condition_variable changed_;
   protocol::Core core_;
   RuntimeState state_;
+  /// Outcomes a waiting thread acts on (a commit; a fatal error, such as a rank conflict
+  /// found at the commit), held back until the messages of the step that produced them are
+  /// handed to the transport; publish() moves them into state_ (see loop()).
+  std::optional<Assignment> unpublished_assignment_;
+  std::optional<protocol::Fatal> unpublished_fatal_;
   std::unique_ptr<Sidecar> sidecar_;          ///< guarded by mutex_, may be null
   std::vector<Sidecar::Send> sidecar_sends_;  ///< loop thread only: filled by step()
 
   std::unique_ptr<transport::ZmqTransport> transport_;  ///< loop thread only, after start()
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::function<void(const protocol::Outgoing&)> send_observer_;  ///< loop thread only
   /// Last warning about an undecodable message, per sender ("" when unknown).
   std::unordered_map<std::string, protocol::Time> last_decode_warning_;
 };

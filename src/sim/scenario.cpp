@@ -208,29 +208,42 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
     what << n << " nodes, --nnodes " << n << ", slot " << late << " starts at "
          << seconds_text(s.nodes[late].start) << " (suspicion " << seconds_text(susp) << ")";
   } else if (kind == "seed-killed") {
+    // Three dedicated seeds, the round's quorum base; one dies after the joins. The other two
+    // are a majority of the seed list and witness the view. (With one seed, its death before
+    // the commit stops the round by design: docs/protocol.md, "Quorum base".)
     if (prng.chance(0.5)) s.min_nodes = std::max<std::uint32_t>(majority_min(n), n - 1);
-    NodeSpec seed_node;
-    seed_node.seed_only = true;
-    seed_node.start = Time(0);
-    const std::size_t seed_slot = s.nodes.size();
-    s.nodes.push_back(seed_node);
-    for (auto& node : s.nodes) node.seeds = {seed_slot};
+    std::vector<std::size_t> seed_slots;
+    for (int k = 0; k < 3; ++k) {
+      NodeSpec seed_node;
+      seed_node.seed_only = true;
+      seed_node.start = Time(0);
+      seed_slots.push_back(s.nodes.size());
+      s.nodes.push_back(seed_node);
+    }
+    for (auto& node : s.nodes) node.seeds = seed_slots;
     CrashSpec crash;
-    crash.slot = seed_slot;
+    crash.slot = seed_slots[prng.below(3)];
     crash.trigger = Trigger::after_all_joined;
     crash.delay = prng.time_between(Time(0), ms(200));
     s.crashes.push_back(crash);
-    what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", dedicated seed (slot "
-         << seed_slot << ") killed " << seconds_text(crash.delay) << " after all joined";
+    what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", 3 dedicated seeds, slot "
+         << crash.slot << " killed " << seconds_text(crash.delay) << " after all joined";
   } else if (kind == "seed-member-killed") {
+    // Nodes 0, 1 and 2 are member seeds listed by everyone; node 0 dies in the round. The two
+    // left are a majority of the seed list.
     s.min_nodes = std::max<std::uint32_t>(majority_min(n), n - 1);
+    std::vector<std::size_t> seed_slots;
+    for (std::size_t k = 0; k < std::min<std::size_t>(3, s.nodes.size()); ++k)
+      seed_slots.push_back(k);
+    for (auto& node : s.nodes) node.seeds = seed_slots;
     CrashSpec crash;
     crash.slot = 0;
     crash.trigger = Trigger::after_all_joined;
     crash.delay = prng.time_between(Time(0), ms(50));
     s.crashes.push_back(crash);
-    what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", seed node 0 killed "
-         << seconds_text(crash.delay) << " after all joined";
+    what << "--nnodes " << s.min_nodes << ":" << s.max_nodes
+         << ", member seeds 0-2, seed node 0 killed " << seconds_text(crash.delay)
+         << " after all joined";
   } else if (kind == "seed-list") {
     // Every node lists the same K seeds, which start within a few milliseconds of each
     // other: each may first meet a different one, and the joiners spread over them. The
@@ -258,15 +271,16 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
     what << n << " nodes, --nnodes " << n << ", " << k << (dedicated ? " dedicated" : " member")
          << " seeds listed by every node";
   } else if (kind == "split") {
-    // MIN <= MAX/2: two groups of MIN, each around its own seed, both seeds listed by every
-    // node (one job, one seed list), optionally partitioned from the start until later. A
-    // group holds one seed of two, no majority of the list: it must wait for the other.
+    // MIN <= MAX/2: two groups of MIN, each around one of the two seeds that every node lists,
+    // optionally partitioned from each other until a heal. Neither side holds a majority of
+    // the seed list alone, so at most one view commits, whatever the partition does.
     s.min_nodes = std::max<std::uint32_t>(1, n / 2);
     s.nodes.resize(2 * s.min_nodes);
     const std::size_t group_b = s.min_nodes;
     for (std::size_t i = 0; i < s.nodes.size(); ++i) {
       s.nodes[i].start = prng.time_between(Time(0), spread);
-      s.nodes[i].seeds = {0, group_b};
+      s.nodes[i].seeds = {i < group_b ? std::size_t{0} : group_b,
+                          i < group_b ? group_b : std::size_t{0}};
     }
     const bool partitioned = prng.chance(0.5);
     if (partitioned) {
@@ -278,7 +292,7 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
       s.partitions.push_back(p);
     }
     what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", two groups of " << s.min_nodes
-         << " around seeds slots 0 and " << group_b << " (both listed by all)"
+         << " around seeds 0 and " << group_b << " (both listed by every node)"
          << (partitioned ? ", partitioned until " + seconds_text(s.partitions[0].until) : "");
   } else if (kind == "partition-at-phase") {
     // The disjoint-groups hole (docs/protocol.md, "Agreement"): a job that could hold two

@@ -3,12 +3,19 @@
 #include "launcher.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -111,6 +118,81 @@ TEST(LauncherTest, MissingCommandGives127) {
   EXPECT_EQ(launcher.launch({WorkerSpec{{"gossip-rdzv-no-such-command"}, {}}}), 127);
   EXPECT_NE(launcher.exec_error().find("gossip-rdzv-no-such-command"), std::string::npos);
   EXPECT_NE(launcher.exec_error().find("No such file"), std::string::npos);
+}
+
+TEST(LauncherTest, NotExecutableGives126) {
+  const std::string path = temp_path("not-executable");
+  std::ofstream(path) << "#!/bin/sh\nexit 0\n";  // mode 0644: even root may not run it
+  Launcher launcher;
+  EXPECT_EQ(launcher.launch({WorkerSpec{{path}, {}}}), 126);
+  EXPECT_NE(launcher.exec_error().find("Permission denied"), std::string::npos)
+      << launcher.exec_error();
+  std::remove(path.c_str());
+}
+
+// Gone, or a zombie: a process whose parent died is reaped by whoever adopts it, if at all.
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto end_of_name = text.rfind(')');
+  return end_of_name == std::string::npos || text.substr(end_of_name + 2, 1) == "Z";
+}
+
+bool await(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::vector<pid_t> read_pids(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<pid_t> pids;
+  for (pid_t pid = 0; in >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+// The agent (a child of this test, running a Launcher as gossip-rdzv does) is killed with
+// SIGKILL, so it can neither forward a signal nor run a destructor. Its worker must die
+// (parent death signal), and so must what the worker started in its process group (the
+// watchdog), well within the bound.
+TEST(LauncherTest, WorkerAndItsChildrenDieWhenTheAgentIsKilled) {
+  const std::string path = temp_path("pids");
+  const pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    Launcher launcher;
+    launcher.launch({shell("sleep 600 & echo $! > '" + path + ".tmp'; echo $$ >> '" + path +
+                           ".tmp'; mv '" + path + ".tmp' '" + path + "'; wait")});
+    launcher.wait();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(await([&] { return read_pids(path).size() == 2; }, std::chrono::seconds(10)));
+  const auto pids = read_pids(path);  // the worker's child, then the worker
+  for (pid_t pid : pids) EXPECT_FALSE(process_gone(pid)) << pid;
+  ::kill(agent, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(agent, &status, 0), agent);
+  for (pid_t pid : pids) {
+    EXPECT_TRUE(await([&] { return process_gone(pid); }, std::chrono::seconds(5)))
+        << "process " << pid << " outlived its agent";
+    ::kill(pid, SIGKILL);  // when it did, leave nothing behind
+  }
+  std::remove(path.c_str());
+}
+
+// A normal end dismisses the watchdog and reaps it: no process of ours is left behind.
+TEST(LauncherTest, LeavesNoChildBehind) {
+  {
+    Launcher launcher;
+    ASSERT_EQ(launcher.launch({shell("exit 0")}), 0);
+    ASSERT_EQ(launcher.wait(), 0);
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST(LauncherTest, ShellStatus) {

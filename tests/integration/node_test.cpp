@@ -232,21 +232,29 @@ TEST(NodeRendezvous, FourNodesConvergeToIdenticalAssignments) {
 // A node whose seed list names itself and others, as when every node runs the same command
 // with --seed A,B,C: it is one of the seeds (docs/protocol.md, "Several seeds"). With
 // --nnodes 1 it is a cluster of one, as the only seed would be, whether or not B is up.
-TEST(NodeRendezvous, OneOfSeveralSeedsIsAClusterOfOneWithNnodesOne) {
+// One of several listed seeds is a member and knows it: with --nnodes 1 it still needs a
+// majority of the seed list to commit (the seed list is round 0's quorum base), so with the
+// other seed down it waits, and its timeout names the silent seed and the fix.
+TEST(NodeRendezvous, OneOfTwoSeedsAloneWaitsForTheOtherAndSaysSo) {
   Config config = seed_node_config(1, "alpha");
-  config.seeds.push_back(loopback(free_port()));  // nothing listens there
+  const std::string absent = loopback(free_port());  // nothing listens there
+  config.seeds.push_back(absent);
+  config.join_timeout = std::chrono::seconds(3);
   Node node(config);
   node.start();
-  const Assignment assignment = node.wait();
-  EXPECT_EQ(assignment.nnodes(), 1u);
-  EXPECT_EQ(assignment.me().endpoint, node.endpoint());
-  node.finish();
+  try {
+    node.wait();
+    FAIL() << "committed without a majority of the seed list";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::seed_unreachable);
+    const std::string text = error.what();
+    EXPECT_NE(text.find("nothing listens on " + absent), std::string::npos) << text;
+  }
 }
 
-// Three member seeds with real sockets, one of which lists only itself: alpha and beta list
-// {alpha, beta, gamma}, so gamma learns of them only through their Joins. Before they are
-// joined they try their seeds in turn, so this can pass even when joined seeds stop meeting
-// the others (4 of 4 runs did, before the runtime told the core that it is a seed); the
+// Three member seeds with real sockets, each listing all three (the seed list is round 0's
+// quorum base, so every node must be given the same list). Before they are joined they try
+// their seeds in turn, so this can pass even when joined seeds stop meeting the others; the
 // deterministic checks of that are Core.MemberSeedTalksToAFewOtherSeedsAtATime and
 // SimSweep.ManyMemberSeeds, and the test above shows the node knows it is a seed.
 TEST(NodeRendezvous, MemberSeedsMeetEveryListedSeed) {
@@ -262,7 +270,7 @@ TEST(NodeRendezvous, MemberSeedsMeetEveryListedSeed) {
   std::vector<std::unique_ptr<Node>> nodes;
   nodes.push_back(std::make_unique<Node>(seed_config(0, all)));
   nodes.push_back(std::make_unique<Node>(seed_config(1, all)));
-  nodes.push_back(std::make_unique<Node>(seed_config(2, {all[2]})));
+  nodes.push_back(std::make_unique<Node>(seed_config(2, all)));
   for (auto& node : nodes) node->start();
   std::vector<std::future<Assignment>> waits;
   for (auto& node : nodes) {
@@ -561,6 +569,23 @@ TEST(NodeFailure, NodeWhoseAddressDoesNotWorkIsToldSoByTheSeed) {
             std::string::npos)
       << seed_message;
   EXPECT_NE(seed_message.find("it was told"), std::string::npos) << seed_message;
+}
+
+// A seed stays max(commit_grace, join_backoff_max) after its commit, so that a node that
+// starts or restarts late asks it at least once and is told the outcome. Under the wan
+// profile the backoff (30 s) is the longer one; here the same shape, scaled down.
+TEST(NodeLifecycle, FinishOnASeedLastsTheJoinBackoffWhenItIsLongerThanTheGrace) {
+  Config config = seed_node_config(1, "seed");
+  config.timing.commit_grace = 300ms;
+  config.timing.join_backoff_max = 3s;
+  Node node(config);
+  const auto started = Clock::now();
+  node.start();
+  node.wait();
+  node.finish();
+  // The commit came after start(), and the core is done no earlier than the stay after it.
+  // finish() used to give up after commit_grace + 1 s, long before.
+  EXPECT_GE(Clock::now() - started, config.timing.join_backoff_max);
 }
 
 TEST(NodeLifecycle, StopIsIdempotentAndQuick) {

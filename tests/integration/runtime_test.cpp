@@ -3,8 +3,11 @@
 #include "runtime/runtime.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -20,20 +23,30 @@ std::string loopback(std::uint16_t port) {
   return "127.0.0.1:" + std::to_string(port);
 }
 
-// A one-node cluster (no seeds: it is its own seed) on an OS-picked loopback port.
-std::unique_ptr<Runtime> single_node_runtime() {
+// A node of a cluster of `nodes` on an OS-picked loopback port, not started yet; with no
+// `seeds` it is its own seed.
+std::unique_ptr<Runtime> make_runtime(const std::string& hostname, std::uint32_t nodes = 1,
+                                      std::vector<std::string> seeds = {}) {
   auto transport = std::make_unique<transport::ZmqTransport>("127.0.0.1", 0);
   protocol::CoreConfig config;
   config.self.endpoint = loopback(transport->bound_port());
-  config.self.node_id = 7;
+  config.self.node_id = std::hash<std::string>{}(hostname);
   config.self.generation = 1;
   config.self.host = "127.0.0.1";
-  config.self.hostname = "solo";
+  config.self.hostname = hostname;
   config.self.master_port = 29500;
+  config.self.min_nodes = config.self.max_nodes = nodes;
+  config.min_nodes = config.max_nodes = nodes;
+  config.seeds = std::move(seeds);
   config.run_id = "it-runtime";
   config.timing = Timing::local();
   config.rng_seed = 42;
-  auto runtime = std::make_unique<Runtime>(config, std::move(transport));
+  return std::make_unique<Runtime>(config, std::move(transport));
+}
+
+// A one-node cluster (no seeds: it is its own seed), started.
+std::unique_ptr<Runtime> single_node_runtime() {
+  auto runtime = make_runtime("solo");
   runtime->start();
   return runtime;
 }
@@ -88,6 +101,38 @@ TEST(Runtime, SingleNodeCommitsAndPublishesTheOutcome) {
   EXPECT_TRUE(runtime->snapshot().committed);
   EXPECT_TRUE(
       runtime->wait_until([](const RuntimeState& s) { return s.done; }, Clock::now() + 10s));
+}
+
+// The step in which the core commits also queues our ready and commit bits for the peers.
+// They must be with the transport before a thread waiting for the outcome can see it:
+// that thread writes the env file and starts workers, and its process may die right after
+// (issue 21: a peer that never got our vote could then commit another outcome). The
+// observer runs on the loop thread right after each hand-over and looks at what a waiting
+// thread would see at that moment.
+TEST(Runtime, CommitIsPublishedOnlyAfterTheCommittingStepsMessagesAreSent) {
+  // Declared before the runtimes, so they outlive the loop threads that update them.
+  std::mutex mutex;
+  std::size_t sent_after_commit = 0;    // handed over once the core had reported the commit
+  std::size_t sent_before_publish = 0;  // ... while waiting threads could not see it yet
+  auto first = make_runtime("first", 2);
+  auto second = make_runtime("second", 2, {first->config().self.endpoint});
+  const Runtime& observed = *first;
+  first->set_send_observer([&](const protocol::Outgoing&) {
+    if (!observed.snapshot().committed) return;
+    const bool published = observed.state().assignment.has_value();
+    std::lock_guard lock(mutex);
+    ++sent_after_commit;
+    if (!published) ++sent_before_publish;
+  });
+  first->start();
+  second->start();
+  for (Runtime* runtime : {first.get(), second.get()}) {
+    ASSERT_TRUE(runtime->wait_until([](const RuntimeState& s) { return s.assignment.has_value(); },
+                                    Clock::now() + 10s));
+  }
+  std::lock_guard lock(mutex);
+  EXPECT_GT(sent_after_commit, 0u);
+  EXPECT_GT(sent_before_publish, 0u) << "the commit was visible before its step's messages left";
 }
 
 TEST(Runtime, AnswersAQuery) {

@@ -11,6 +11,8 @@ nodad), and an /etc/hosts (through `ip netns exec`'s /etc/netns/<ns>/ bind mount
 maps every n<j> to its address. Processes run under `unshare --uts` with that host name, so
 each "machine" also has its own `hostname`.
 
+partition() cuts the LAN in two halves (nftables on the bridge) until heal().
+
 Every process has a log file and is killed on close(); close() deletes every namespace,
 /etc/netns entry and log it created, also after a failure (GR_KEEP_NETNS_LOGS=1 keeps the
 logs). Standard library only; needs root,
@@ -75,6 +77,13 @@ class Process:
 
     def running(self) -> bool:
         return self.popen.poll() is None
+
+    def pause(self) -> None:
+        """SIGSTOP: the process stalls (its kernel still acknowledges TCP) until resume()."""
+        self.popen.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.popen.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self.popen.poll() is None:
@@ -212,6 +221,28 @@ class Lab:
                        "  chain input { type filter hook input priority 0; "
                        f"iifname \"eth0\" numgen random mod 10 < {percent // 10} drop; }}\n"
                        "}\n")
+
+    def partition(self, side_a: Sequence[int], side_b: Sequence[int]) -> None:
+        """Cuts the LAN in two: every packet between a host of side_a and one of side_b is
+        dropped, both ways, while each side still talks within itself. One nftables
+        transaction on the bridge (in the switch namespace), so both directions and every
+        pair go down at the same instant and the hosts' own rulesets stay untouched; also
+        drops the segments of connections already open. heal() removes it."""
+        family = "ip6" if self.ipv6 else "ip"
+        a = ", ".join(self.address(h) for h in side_a)
+        b = ", ".join(self.address(h) for h in side_b)
+        run(["ip", "netns", "exec", self.switch, "nft", "-f", "-"], input_text=(
+            "table bridge grpartition {\n"
+            "  chain forward { type filter hook forward priority 0;\n"
+            f"    {family} saddr {{ {a} }} {family} daddr {{ {b} }} drop\n"
+            f"    {family} saddr {{ {b} }} {family} daddr {{ {a} }} drop\n"
+            "  }\n"
+            "}\n"))
+
+    def heal(self) -> None:
+        """Removes the partition() (one transaction: every pair comes back at once)."""
+        run(["ip", "netns", "exec", self.switch, "nft", "delete", "table", "bridge",
+             "grpartition"])
 
     # ---- cleanup ----------------------------------------------------------------------------
 

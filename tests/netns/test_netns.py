@@ -1,7 +1,8 @@
 """gossip-rdzv across network namespaces that act as separate machines on one LAN (netns.py):
 the plain case up to a torch gloo group, a firewall, a wrong seed address, a closed seed port,
 a busy listen port, another run id, 10% packet loss, and an IPv6-only LAN — each with what
-`join` says and what `doctor` says.
+`join` says and what `doctor` says — and a LAN split in two halves during the round, where
+only one job may come out.
 
 Needs root; run with /usr/bin/python3 (Debian's python3-torch) -m unittest.
 """
@@ -12,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -357,6 +359,213 @@ class IPv6Test(NetnsCase):
         self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs}), 1)
         self.assertIn(envs[0]["MASTER_ADDR"], [self.lab.address(h) for h in range(self.hosts)])
         self.assertTrue(all(e["GLOO_SOCKET_IFNAME"] == "eth0" for e in envs), envs)
+
+
+
+class PartitionTest(NetnsCase):
+    """The LAN splits in two halves after every node joined and before the round closed
+    (issue 21, disjoint groups): whatever each half does, every env file written by any host
+    must describe one and the same job (world size, master address and port) and no rank may
+    be given twice. Only the half that holds the seed (n0, the only one) may commit; the
+    other half waits until the partition heals and is then told it was not admitted (exit
+    9), or gives up at --join-timeout (5). The partition is one nftables rule set on the
+    bridge, removed once each half has declared the other dead (observed with `members`)."""
+
+    hosts = 0  # each test builds a lab of its own size
+    JOIN_TIMEOUT = 30  # s: the half without the seed exits by then at the latest
+
+    def setUp(self) -> None:
+        self.bin = binary()
+        self.started = time.monotonic()
+        self.timeline: List[str] = []
+
+    def note(self, event: str) -> None:
+        self.timeline.append(f"{time.monotonic() - self.started:.1f} s {event}")
+
+    def build_lab(self, hosts: int) -> None:
+        self.lab = Lab(hosts)
+        self.addCleanup(self.lab.close)
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def start_node(self, host: int, nnodes: str, last_call: str) -> Process:
+        out = self.lab.workdir
+        return self.lab.start(host, [
+            self.bin, "join", "--seed", "n0:29400", "--nnodes", nnodes, "--last-call", last_call,
+            "--run-id", RUN_ID, "--join-timeout", f"{self.JOIN_TIMEOUT}s",
+            "--env-file", str(out / f"{host}.env"),
+            "--membership-file", str(out / f"{host}.json")], name=f"join-n{host}")
+
+    def table(self, host: int) -> Dict[str, str]:
+        """host's own membership table, {address: status}, through `members` run on host
+        itself (never across the partition); {} when the node no longer answers."""
+        result = self.lab.exec(host, [self.bin, "members", "--seed", self.lab.endpoint(host),
+                                      "--run-id", RUN_ID, "--format", "json", "--timeout", "2s"],
+                               timeout=20)
+        if result.returncode != 0:
+            return {}
+        try:
+            rows = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            return {}
+        return {row["endpoint"].rsplit(":", 1)[0]: row["status"] for row in rows}
+
+    def await_known(self, asked: Sequence[int], known: Sequence[int], timeout: float) -> None:
+        """Until every host in `asked` lists every host in `known` as alive or suspect."""
+        addresses = [self.lab.address(h) for h in known]
+
+        def all_known() -> bool:
+            for host in asked:
+                table = self.table(host)
+                if any(table.get(a) not in ("alive", "suspect") for a in addresses):
+                    return False
+            return True
+
+        try:
+            wait_until(all_known, timeout, f"{list(asked)} to know {list(known)}", interval=0.1)
+        except TimeoutError as error:
+            self.fail(f"{error}\n{self.logs()}")
+
+    def committed(self, host: int) -> bool:
+        return (self.lab.workdir / f"{host}.env").exists()
+
+    def buried_or_done(self, host: int, others: Sequence[int], node: Process) -> bool:
+        """host committed, exited, or declared every host of `others` dead."""
+        if self.committed(host) or not node.running():
+            return True
+        table = self.table(host)
+        return bool(table) and all(table.get(self.lab.address(h)) == "dead" for h in others)
+
+    def no_env_file_yet(self) -> None:
+        written = sorted(p.name for p in self.lab.workdir.glob("*.env"))
+        self.assertFalse(written, "the round closed before the partition (env files "
+                         f"{written}): the test did not set up the split\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.output()}" for p in self.lab.processes)
+
+    def partitioned_round(self, nodes: Dict[int, Process], side_a: Sequence[int],
+                          side_b: Sequence[int]) -> None:
+        """With the partition in place: waits until each half buried the other (or closed),
+        lets the half without the seed commit if it is going to, heals, waits for every
+        process, then checks the outcome of the round across all hosts."""
+        # lan profile: suspect after two missed probe rounds (a few s), dead 4 s later (the
+        # suspicion timeout up to 10 members); typically 6-10 s, bounded generously for load.
+        bury = 30
+
+        def each_half_buried_the_other() -> bool:
+            return (all(self.buried_or_done(h, side_b, nodes[h]) for h in side_a) and
+                    all(self.buried_or_done(h, side_a, nodes[h]) for h in side_b))
+
+        try:
+            wait_until(each_half_buried_the_other, bury, "each half to bury the other",
+                       interval=0.2)
+            self.note("each half buried the other (or closed)")
+        except TimeoutError:  # heal anyway: what matters is what the round wrote
+            self.note(f"the halves did not both bury the other within {bury} s")
+        # Before the fix the half without the seed commits right after burying the other:
+        # give it the time to (a few gossip periods), so that the heal cannot pre-empt it.
+        try:
+            wait_until(lambda: all(self.committed(h) or not nodes[h].running() for h in nodes),
+                       3, "every node to commit or stop", interval=0.1)
+        except TimeoutError:
+            pass
+        self.lab.heal()
+        self.note("healed")
+        codes = {h: self.finish(node, self.JOIN_TIMEOUT + 30) for h, node in nodes.items()}
+        self.check_one_outcome(codes, side_a, side_b)
+
+    def check_one_outcome(self, codes: Dict[int, int], side_a: Sequence[int],
+                          side_b: Sequence[int]) -> None:
+        out = self.lab.workdir
+        envs = {h: parse_env_file(out / f"{h}.env") for h in codes if self.committed(h)}
+        lines = [f"n{h} ({'seed half' if h in side_a else 'other half'}): exit {codes[h]}, " +
+                 (f"RANK={envs[h]['RANK']} WORLD_SIZE={envs[h]['WORLD_SIZE']} "
+                  f"MASTER={envs[h]['MASTER_ADDR']}:{envs[h]['MASTER_PORT']}"
+                  if h in envs else "no env file") for h in sorted(codes)]
+        self.note("every process exited")
+        summary = "\n".join(lines + ["timeline: " + ", ".join(self.timeline)])
+        print(f"\n{self.id()}:\n{summary}", file=sys.stderr)
+        context = f"\n{summary}\n{self.logs()}"
+
+        # Safety: one job. Every env file written by any host names the same world size,
+        # master address and master port, and no rank is handed out twice.
+        jobs = {(e["WORLD_SIZE"], e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs.values()}
+        self.assertLessEqual(len(jobs), 1, f"split brain: {len(jobs)} different jobs" + context)
+        ranks = [e["RANK"] for e in envs.values()]
+        self.assertEqual(len(ranks), len(set(ranks)), "split brain: a rank given twice" + context)
+
+        # The scenario really happened: the outcome was not a view across the partition
+        # (that would mean the round closed before it was cut).
+        for h, env in envs.items():
+            self.assertLessEqual(int(env["WORLD_SIZE"]), max(len(side_a), len(side_b)),
+                                 f"n{h} committed a view across the partition: the round "
+                                 "closed before the cut, the test proved nothing" + context)
+        # Every process ended as documented: 0 with its env file, 9 (not admitted) or 5 (join
+        # timeout) without one.
+        for h, code in codes.items():
+            self.assertEqual(code == 0, h in envs, f"n{h}: exit {code}" + context)
+            self.assertIn(code, (0, 5, 9), f"n{h}: exit {code}" + context)
+        # Liveness where it is possible: the half holding the seed commits, all of it.
+        self.assertEqual(sorted(envs), sorted(side_a), "the seed's half did not commit alone"
+                         + context)
+        self.assertEqual(sorted(int(envs[h]["RANK"]) for h in side_a),
+                         list(range(len(side_a))), context)
+        for h in side_a:
+            members = json.loads((out / f"{h}.json").read_text())
+            self.assertEqual(sorted(n["hostname"] for n in members["nodes"]),
+                             [self.lab.hostname(a) for a in side_a], context)
+
+    # ---- tests ------------------------------------------------------------------------------
+
+    def test_two_halves_of_two_during_the_last_call(self) -> None:
+        # --nnodes 2:8, four hosts: once two are in, a last call of 6 s waits for more. The
+        # LAN splits {n0, n1} | {n2, n3} during it, after all four joined: each half has MIN
+        # nodes once it buries the other.
+        self.build_lab(4)
+        side_a, side_b = [0, 1], [2, 3]
+        last_call = 6.0
+        self.started = time.monotonic()  # no node's last call can start before this
+        nodes = {h: self.start_node(h, "2:8", f"{last_call:g}s") for h in range(4)}
+        # Every node knows all four (asking each node its own table).
+        self.await_known(range(4), range(4), timeout=last_call)
+        self.note("all joined")
+        self.lab.partition(side_a, side_b)
+        self.note("cut")
+        cut = time.monotonic() - self.started
+        # No node's last call (which starts after that node's launch) has ended yet.
+        self.assertLess(cut, last_call, "the partition came after the last call: the test "
+                        f"did not set up the split (cut at {cut:.1f} s)\n{self.logs()}")
+        self.no_env_file_yet()
+        self.partitioned_round(nodes, side_a, side_b)
+
+    def test_two_groups_of_three_out_of_six_processes(self) -> None:
+        # --nnodes 3:4, six hosts: MAX is 4, so six nodes that all joined close a view of the
+        # first four at once, within a fraction of a second: too fast to cut the LAN in
+        # between from outside. n2 (one of those four) therefore stalls (SIGSTOP) from just
+        # before n3-n5 start until the LAN is cut {n0, n1, n2} | {n3, n4, n5}; without its
+        # bits the view of four cannot close. A stall of ~2 s is far below the time to be
+        # declared dead, so n2 is still a member on both sides when the cut comes.
+        self.build_lab(6)
+        side_a, side_b = [0, 1, 2], [3, 4, 5]
+        stalled = 2
+        nodes = {h: self.start_node(h, "3:4", "5s") for h in side_a}
+        # The seed's half joins first: three nodes is MIN, so a last call starts (5 s).
+        self.await_known(side_a, side_a, timeout=5)
+        nodes[stalled].pause()
+        self.note(f"n{stalled} stalled")
+        try:
+            nodes.update({h: self.start_node(h, "3:4", "5s") for h in side_b})
+            # Every running node knows all six; the stalled one is still alive or suspect.
+            self.await_known([h for h in nodes if h != stalled], range(6), timeout=10)
+            self.note("all joined")
+            self.lab.partition(side_a, side_b)
+            self.note("cut")
+        finally:
+            nodes[stalled].resume()
+            self.note(f"n{stalled} resumed")
+        self.no_env_file_yet()
+        self.partitioned_round(nodes, side_a, side_b)
 
 
 if __name__ == "__main__":

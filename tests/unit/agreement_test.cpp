@@ -27,14 +27,17 @@ std::string endpoint(int i) {
   return "10.0.0." + std::to_string(i) + ":1";
 }
 
-/// Node `self` of a 3-node round (--nnodes min:3) whose table knows all three.
+/// Node `self` of a `count`-node round (--nnodes min:count) whose table knows all of them,
+/// started with the seed list `base` (empty: no base condition), in process `generation`.
 struct Node {
-  explicit Node(int self, std::uint32_t min = 3)
-      : key{endpoint(self), 1},
+  explicit Node(int self, std::uint32_t min = 3, int count = 3, std::vector<std::string> base = {},
+                std::uint64_t generation = 1)
+      : key{endpoint(self), generation},
         table(endpoint(self)),
-        agreement(AgreementConfig{key, 0, min, 3, Time{0}}) {
-    table.set_self(record(endpoint(self)));
-    for (int i = 1; i <= 3; ++i) {
+        agreement(AgreementConfig{key, 0, min, static_cast<std::uint32_t>(count), Time{0},
+                                  QuorumBase(std::move(base))}) {
+    table.set_self(record(endpoint(self), generation));
+    for (int i = 1; i <= count; ++i) {
       if (i != self) table.merge(record(endpoint(i)), Time{0}, Time{0}, "x");
     }
   }
@@ -162,7 +165,7 @@ void send(Node& from, std::initializer_list<Node*> to, Time now = Time{1}) {
   }
 }
 
-TEST(Agreement, QuorumIsMoreThanHalfOrExactlyHalfWithTheFirstMember) {
+TEST(Agreement, QuorumIsMoreThanHalfAndBlockingIsAtLeastHalf) {
   auto set_of = [](std::size_t size, std::initializer_list<std::size_t> members) {
     auto set = bits::empty(size);
     for (auto i : members) bits::set(set, i);
@@ -170,15 +173,35 @@ TEST(Agreement, QuorumIsMoreThanHalfOrExactlyHalfWithTheFirstMember) {
   };
   EXPECT_TRUE(quorum(set_of(1, {0}), 1));
   EXPECT_FALSE(quorum(set_of(1, {}), 1));
-  EXPECT_TRUE(quorum(set_of(2, {0}), 2));
+  // One vote of a view of two is no quorum, whichever member cast it: nobody commits alone.
+  EXPECT_FALSE(quorum(set_of(2, {0}), 2));
   EXPECT_FALSE(quorum(set_of(2, {1}), 2));
+  EXPECT_TRUE(quorum(set_of(2, {0, 1}), 2));
   EXPECT_FALSE(quorum(set_of(3, {2}), 3));
   EXPECT_TRUE(quorum(set_of(3, {1, 2}), 3));
-  EXPECT_TRUE(quorum(set_of(4, {0, 3}), 4));
-  EXPECT_FALSE(quorum(set_of(4, {1, 2}), 4));  // its complement {0, 3} is the quorum
+  EXPECT_FALSE(quorum(set_of(4, {0, 3}), 4));
+  EXPECT_FALSE(quorum(set_of(4, {1, 2}), 4));
   EXPECT_TRUE(quorum(set_of(4, {1, 2, 3}), 4));
   EXPECT_FALSE(quorum(set_of(5, {0, 1}), 5));
   EXPECT_TRUE(quorum(set_of(5, {2, 3, 4}), 5));
+  // A blocking set leaves no quorum outside it: one fence of two, two of three or four.
+  EXPECT_TRUE(blocking(set_of(2, {1}), 2));
+  EXPECT_FALSE(blocking(set_of(3, {0}), 3));
+  EXPECT_TRUE(blocking(set_of(3, {0, 2}), 3));
+  EXPECT_TRUE(blocking(set_of(4, {1, 2}), 4));
+  EXPECT_FALSE(blocking(set_of(4, {3}), 4));
+  EXPECT_FALSE(blocking({}, 0));
+  // Every quorum meets every blocking set, for every size and every pair of sets.
+  for (std::size_t n = 1; n <= 6; ++n) {
+    for (unsigned q = 0; q < (1u << n); ++q) {
+      for (unsigned b = 0; b < (1u << n); ++b) {
+        const bits::Bytes qs{static_cast<std::uint8_t>(q)}, bs{static_cast<std::uint8_t>(b)};
+        if (quorum(qs, n) && blocking(bs, n)) {
+          EXPECT_NE(q & b, 0u) << n << " " << q << " " << b;
+        }
+      }
+    }
+  }
   // Bits past the view (a claim by reference may carry them) do not count.
   EXPECT_FALSE(quorum({0xf8}, 3));
   EXPECT_FALSE(quorum({0x01, 0xff}, 4));
@@ -301,6 +324,87 @@ TEST(Agreement, AMemberThatSawReadyFullVotesEvenOnceTheOtherIsDead) {
   EXPECT_FALSE(bits::any(round.a.agreement.committed_view()->fenced));
   // b's commit bit says it knows the outcome; a vote alone would not have.
   EXPECT_TRUE(bits::get(round.a.agreement.committed_view()->committed, 1));
+}
+
+TEST(Agreement, AViewOfTwoNeverCommitsOnOneVoteSoARestartCannotGiveTheRoundTwoOutcomes) {
+  // --nnodes 2, seed a. a and b are ready; b's ready bit reaches a, a's never reaches b. a
+  // votes; with "half including the first member" that vote alone was a quorum and a
+  // committed. Then a restarts as a2, b fences (a restarted before b saw a's ready bit),
+  // releases the view and commits {a2, b}: two outcomes of round 0.
+  const std::vector<std::string> seeds{endpoint(1)};
+  Node a(1, 2, 2, seeds), b(2, 2, 2, seeds);
+  send(a, {&b});  // a proposes {a, b}
+  send(b, {&a});  // b holds it: proposed full, ready
+  send(a, {});    // a is ready, and sees b's ready bit: ready full
+  ASSERT_TRUE(bits::get(a.agreement.held_view()->voted, 0));
+  EXPECT_FALSE(a.agreement.committed()) << "a committed on its own vote";
+  const std::uint64_t first_view = a.agreement.held_view()->digest;
+  // a is killed; its new process a2 starts on the same endpoint. b learns the restart.
+  Node a2(1, 2, 2, seeds, /*generation=*/2);
+  b.table.merge(record(endpoint(1), 2), Time{2}, Time{0}, "x");
+  a2.table.merge(record(endpoint(2)), Time{2}, Time{0}, "x");
+  for (int i = 0; i < 6; ++i) {
+    send(b, {&a2}, Time{2});
+    send(a2, {&b}, Time{2});
+  }
+  ASSERT_TRUE(b.agreement.committed());
+  ASSERT_TRUE(a2.agreement.committed());
+  EXPECT_NE(b.agreement.committed_view()->digest, first_view);
+  // The first view can never commit anywhere: b fenced it, and b is half of it.
+  EXPECT_FALSE(a.agreement.committed());
+  EXPECT_TRUE(blocking(b.agreement.committed_view()->fenced, 2) ||
+              b.agreement.committed_view()->digest != first_view);
+  for (Node* node : {&a, &a2, &b}) node->agreement.check_invariants();
+}
+
+TEST(Agreement, AViewCommitsOnlyOnceAMajorityOfTheSeedListVotedOrWitnessed) {
+  // Seeds 1, 4 and 5; 4 and 5 are not in the view (dedicated seeds, or cut off). Every
+  // member votes, but one base endpoint of three is no majority: no commit until a
+  // dedicated seed's witness arrives.
+  const std::vector<std::string> seeds{endpoint(1), endpoint(4), endpoint(5)};
+  Node a(1, 3, 3, seeds), b(2, 3, 3, seeds), c(3, 3, 3, seeds);
+  for (int i = 0; i < 4; ++i) {
+    for (Node* from : {&a, &b, &c}) send(*from, {&a, &b, &c});
+  }
+  auto held = a.agreement.held_view();
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(quorum(held->voted, 3));
+  EXPECT_FALSE(a.agreement.committed());
+  EXPECT_EQ(a.agreement.witnesses_wanted(), (std::vector<std::string>{endpoint(4), endpoint(5)}));
+  const auto status = a.agreement.base_status();
+  EXPECT_EQ(status.won, 1u);
+  EXPECT_EQ(status.size, 3u);
+  EXPECT_TRUE(status.all_ready);
+  EXPECT_EQ(status.missing, (std::vector<std::string>{endpoint(4), endpoint(5)}));
+  ViewClaim witnessed = *held;
+  witnessed.witnesses = {endpoint(5)};
+  a.agreement.merge(witnessed);
+  send(a, {&b, &c});
+  send(b, {});
+  EXPECT_TRUE(a.agreement.committed());
+  EXPECT_TRUE(b.agreement.committed());
+  EXPECT_TRUE(a.agreement.witnesses_wanted().empty());
+  // A witness that is no base endpoint counts for nothing.
+  Node d(1, 3, 3, seeds), e(2, 3, 3, seeds), f(3, 3, 3, seeds);
+  for (int i = 0; i < 4; ++i) {
+    for (Node* from : {&d, &e, &f}) send(*from, {&d, &e, &f});
+  }
+  ViewClaim stranger = *d.agreement.held_view();
+  stranger.witnesses = {"10.9.9.9:1"};
+  d.agreement.merge(stranger);
+  send(d, {});
+  EXPECT_FALSE(d.agreement.committed());
+}
+
+TEST(Agreement, NodesGivenDifferentSeedListsNeverHoldTheSameView) {
+  Node a(1, 2, 2, {endpoint(1)}), b(2, 2, 2, {endpoint(2)});
+  for (int i = 0; i < 4; ++i) {
+    send(a, {&b});
+    send(b, {&a});
+  }
+  EXPECT_FALSE(a.agreement.committed());
+  EXPECT_FALSE(b.agreement.committed());
+  EXPECT_NE(a.agreement.held_view()->digest, b.agreement.held_view()->digest);
 }
 
 }  // namespace

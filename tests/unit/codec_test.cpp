@@ -177,7 +177,7 @@ Bytes raw_message(std::uint64_t type, const std::function<void(Packer&)>& body,
 }
 
 void pack_announcement(Packer& p) {
-  p.pack_array(10);
+  p.pack_array(11);
   pack_string(p, "node1:29400");
   p.pack_uint64(1);
   p.pack_uint64(2);
@@ -188,6 +188,7 @@ void pack_announcement(Packer& p) {
   p.pack_uint16(29500);
   p.pack_uint32(1);
   p.pack_uint32(4);
+  p.pack_uint64(0x5eed);
 }
 
 // A Join whose record has `status` as its status field.
@@ -236,7 +237,7 @@ TEST(Codec, PingReqEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = PingReq{5, "a:1"};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x02, 0xa1, 'r', 0xa3, 's',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x03, 0xa1, 'r', 0xa3, 's',
                           ':',  '1',  0x02, 0x05, 0x92, 0x05, 0xa3, 'a',  ':', '1'};
   EXPECT_EQ(encode(e), expected);
 }
@@ -247,7 +248,7 @@ TEST(Codec, UnreachableEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = Unreachable{"a:1", 300, 2};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x02, 0xa1, 'r',  0xa3, 's',  ':',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x03, 0xa1, 'r',  0xa3, 's',  ':',
                           '1',  0x02, 0x0a, 0x93, 0xa3, 'a', ':',  '1',  0xcd, 0x01, 0x2c, 0x02};
   EXPECT_EQ(encode(e), expected);
 }
@@ -307,12 +308,28 @@ TEST(Codec, BitsetsTravelAsBinary) {
   v.voted = {0x06};
   v.committed = {0x07};
   v.fenced = {0x02};
+  v.witnesses = {"w:1"};
   const Bytes bytes = encode(envelope(Gossip{false, {}, {v}}));
-  // ... the view ends with five bin8 values of one byte each.
-  const Bytes tail(bytes.end() - 15, bytes.end());
-  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x06, 0xc4, 0x01, 0x07,
-                         0xc4, 0x01, 0x02}));
+  // ... the view ends with five bin8 values of one byte each, then its witnesses.
+  const Bytes tail(bytes.end() - 20, bytes.end());
+  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x06, 0xc4,
+                         0x01, 0x07, 0xc4, 0x01, 0x02, 0x91, 0xa3, 'w',  ':',  '1'}));
   ASSERT_TRUE(decode(bytes).ok());
+}
+
+TEST(Codec, WitnessesMustBeSortedUniqueAndFew) {
+  ViewClaim v;
+  v.members = {{"a", 1}};
+  v.proposed = v.ready = v.voted = v.committed = v.fenced = {0x00};
+  v.witnesses = {"b:1", "a:1"};
+  expect_error(encode(envelope(Gossip{false, {}, {v}})), Kind::malformed);
+  v.witnesses = {"a:1", "a:1"};
+  expect_error(encode(envelope(Gossip{false, {}, {v}})), Kind::malformed);
+  v.witnesses.clear();
+  for (int i = 0; i < 65; ++i) v.witnesses.push_back("w" + std::to_string(100 + i) + ":1");
+  expect_error(encode(envelope(Gossip{false, {}, {v}})), Kind::too_large);
+  v.witnesses.resize(64);
+  EXPECT_TRUE(decode(encode(envelope(Gossip{false, {}, {v}}))).ok());
 }
 
 TEST(Codec, LimitsThemselvesAreAccepted) {
@@ -447,8 +464,8 @@ TEST(Codec, EnumAndIntegerRangesAreChecked) {
     return raw_message(1, [=](Packer& p) {
       p.pack_array(1);
       p.pack_array(3);
-      p.pack_array(10);
-      for (int i = 0; i < 10; ++i) {
+      p.pack_array(11);
+      for (int i = 0; i < 11; ++i) {
         if (i == index) {
           p.pack_int64(value);
         } else if (i == 0 || i == 3 || i == 4) {

@@ -374,19 +374,124 @@ TEST(Core, SuspicionTimeoutAssumesAtLeastMinNodes) {
   EXPECT_LT(net.now() - suspected, Time{std::chrono::milliseconds(1700)});
 }
 
-TEST(Core, SeedKilledAfterBootstrapDoesNotBlockTheOthers) {
+bool all_joined(MiniNet& net, const std::vector<int>& ids) {
+  for (int i : ids) {
+    if (!net.node(i)->joined()) return false;
+  }
+  return true;
+}
+
+/// No two nodes of `ids` that committed hold different assignments (members with their
+/// generations, ranks, master address and port, world size).
+void expect_one_outcome(MiniNet& net, const std::vector<int>& ids) {
+  std::optional<Assignment> first;
+  for (int i : ids) {
+    auto a = net.committed(i);
+    if (!a) continue;
+    if (!first) {
+      first = a;
+      continue;
+    }
+    EXPECT_EQ(a->world_size, first->world_size) << "node " << i;
+    EXPECT_EQ(a->master_addr, first->master_addr) << "node " << i;
+    EXPECT_EQ(a->master_port, first->master_port) << "node " << i;
+    ASSERT_EQ(a->nodes.size(), first->nodes.size()) << "node " << i;
+    for (std::size_t n = 0; n < a->nodes.size(); ++n) {
+      EXPECT_EQ(a->nodes[n].endpoint, first->nodes[n].endpoint);
+      EXPECT_EQ(a->nodes[n].generation, first->nodes[n].generation);
+      EXPECT_EQ(a->nodes[n].rank_offset, first->nodes[n].rank_offset);
+    }
+  }
+}
+
+TEST(Core, NodesStartedWithDifferentSeedListsStopWithAnErrorNamingIt) {
+  MiniNet net(3, 3);
+  net.add(1);
+  net.add(2);
+  net.add(3, {.seeds = {MiniNet::endpoint(1), MiniNet::endpoint(2)}});
+  ASSERT_TRUE(net.run([&] { return net.find_event<Fatal>(3) != nullptr; }));
+  const Fatal* fatal = net.find_event<Fatal>(3);
+  EXPECT_EQ(fatal->code, ErrorCode::usage);
+  EXPECT_NE(fatal->message.find("another --seed list than this node (10.0.0.1:29400, "
+                                "10.0.0.2:29400)"),
+            std::string::npos)
+      << fatal->message;
+  net.run([] { return false; }, 10s);
+  for (int i = 1; i <= 3; ++i) EXPECT_FALSE(net.committed(i)) << "node " << i;
+}
+
+TEST(Core, OneOfThreeDedicatedSeedsKilledAfterBootstrapDoesNotBlockTheOthers) {
+  MiniNet net(4, 4);
+  const std::vector<std::string> seeds{MiniNet::endpoint(97), MiniNet::endpoint(98),
+                                       MiniNet::endpoint(99)};
+  for (int s = 97; s <= 99; ++s) net.add(s, {.seed_only = true, .seeds = seeds});
+  for (int i = 1; i <= 4; ++i) net.add(i, {.seeds = seeds});
+  net.run([&] { return all_joined(net, range(1, 4)); });
+  net.crash(99);
+  // The two seeds left are a majority of the three: they witness the view.
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 4)); }));
+  expect_consistent(net, range(1, 4));
+}
+
+TEST(Core, TheOnlySeedKilledBeforeTheCommitStopsTheRoundInsteadOfRiskingTwoOutcomes) {
+  // The quorum base of round 0 is the seed list: with one seed, no view can commit without
+  // it, since nobody can tell its death from a partition behind which it commits another
+  // view. The nodes wait (the runtime ends at --join-timeout); three seeds survive one death.
   MiniNet net(4, 4);
   net.seed = MiniNet::endpoint(9);
   net.add(9, {.seed_only = true});
   for (int i = 1; i <= 4; ++i) net.add(i);
-  net.run([&] {
-    for (int i = 1; i <= 4; ++i)
-      if (!net.node(i)->joined()) return false;
-    return true;
-  });
+  net.run([&] { return all_joined(net, range(1, 4)); });
   net.crash(9);
-  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 4)); }));
-  expect_consistent(net, range(1, 4));
+  EXPECT_FALSE(net.run([&] { return net.committed(1).has_value(); }, 60s));
+  for (int i = 1; i <= 4; ++i) EXPECT_FALSE(net.committed(i)) << "node " << i;
+}
+
+TEST(Core, MemberSeedKilledAfterTheCommitLeavesTheOutcomeStanding) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, range(1, 3)); }));
+  net.crash(1);
+  net.run([] { return false; }, 10s);
+  expect_consistent(net, range(2, 3));
+}
+
+TEST(Core, PartitionDuringTheLastCallCommitsOnlyOnTheSeedsSide) {
+  // --nnodes 2:8, four nodes, {1,2} | {3,4} once all joined and before the last call ends:
+  // both sides have MIN. Only the side holding a majority of the seed list (node 1) may
+  // commit; the other side waits, and learns after the heal that it was not admitted.
+  MiniNet net(2, 8);
+  net.last_call = 3s;
+  for (int i = 1; i <= 4; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_joined(net, range(1, 4)); }));
+  for (int a : {1, 2})
+    for (int b : {3, 4}) net.cut(a, b);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, {1, 2}); }, 60s));
+  net.run([] { return false; }, 20s);  // long past the last call and the suspicion timeout
+  EXPECT_FALSE(net.committed(3));
+  EXPECT_FALSE(net.committed(4));
+  EXPECT_EQ(net.committed(1)->world_size, 2u);
+  net.heal();
+  ASSERT_TRUE(net.run([&] {
+    return net.find_event<NotAdmitted>(3) != nullptr && net.find_event<NotAdmitted>(4) != nullptr;
+  }));
+  expect_one_outcome(net, range(1, 4));
+}
+
+TEST(Core, MoreProcessesThanMaxSplitInTwoGroupsCommitOnlyOnTheSeedsSide) {
+  // --nnodes 3:4 and six processes: a partition 3 | 3 after joining leaves two groups of
+  // MIN. Before quorum bases both committed; now only the seed's side can.
+  MiniNet net(3, 4);
+  net.last_call = 3s;
+  for (int i = 1; i <= 6; ++i) net.add(i);
+  net.run([&] { return all_joined(net, range(1, 6)); });
+  for (int a : {1, 2, 3})
+    for (int b : {4, 5, 6}) net.cut(a, b);
+  net.run([] { return false; }, 40s);
+  expect_one_outcome(net, range(1, 6));
+  net.heal();
+  net.run([] { return false; }, 20s);
+  expect_one_outcome(net, range(1, 6));
 }
 
 TEST(Core, DedicatedSeedAnswersWithABoundedSample) {
@@ -831,7 +936,11 @@ TEST(Core, NoticeFromAPeerIsOnlyAnEvent) {
 // A node whose table lacks members that a peer's view names pulls that peer's table at once
 // (rate-limited) instead of waiting for the periodic push-pull.
 TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
-  auto announcement = [](int i) { return gossip_rdzv::protocol::announcement(i, 3); };
+  auto announcement = [](int i) {
+    auto a = gossip_rdzv::protocol::announcement(i, 3);
+    a.seeds_digest = QuorumBase({MiniNet::endpoint(2)}).digest();
+    return a;
+  };
   CoreConfig config;
   config.self = announcement(1);
   config.run_id = "run";
@@ -847,7 +956,7 @@ TEST(Core, ViewNamingMembersWeLackPullsTheSendersTable) {
     ViewClaim claim;
     claim.attempt = 1;
     claim.members = std::move(members);
-    claim.digest = view_digest(0, claim.members);
+    claim.digest = view_digest(0, QuorumBase(config.seeds).digest(), claim.members);
     claim.proposed = claim.ready = claim.committed = claim.fenced = {0};
     core.on_message(now, envelope(Gossip{false, {}, {claim}}));
     int pulls = 0;

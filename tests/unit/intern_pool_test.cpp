@@ -42,7 +42,7 @@ TEST(InternPool, EqualAnnouncementsShareOneCopyAndAnyDifferenceMakesAnother) {
 TEST(InternPool, MemberListsAreSharedWhileHeldAndComparedByContent) {
   InternPool pool;
   const MemberList members{{"10.0.0.1:1", 1}, {"10.0.0.2:1", 1}};
-  const auto digest = view_digest(0, members);
+  const auto digest = view_digest(0, 0, members);
   auto a = pool.members(digest, members);
   auto b = pool.members(digest, members);
   EXPECT_EQ(a.get(), b.get());

@@ -171,6 +171,8 @@ std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOpti
   return specs;
 }
 
+// Runs on the main thread, which lives as long as the process: the kernel sends the
+// workers' parent death signal when the thread that started them ends (launcher.hpp).
 int run_workers(const Assignment& assignment, const CliOptions& options) {
   Launcher launcher;
   int status = launcher.launch(worker_specs(assignment, options));

@@ -1,6 +1,7 @@
 // Starts the workers of `gossip-rdzv join -- CMD ARGS` and supervises them the way a job
 // needs: the first failure decides the exit status and stops the others, so a job never
-// hangs on a half-dead group; SIGINT/SIGTERM given to us reach every worker.
+// hangs on a half-dead group; SIGINT/SIGTERM given to us reach every worker; and when we
+// die, even by SIGKILL, our workers and their process groups die with us.
 #pragma once
 
 #include <sys/types.h>
@@ -23,7 +24,8 @@ class Launcher {
  public:
   /// `kill_grace`: after SIGTERM, how long a worker may take before it gets SIGKILL.
   explicit Launcher(std::chrono::milliseconds kill_grace = std::chrono::seconds(10));
-  /// Kills (SIGKILL) and reaps workers still running, e.g. when wait() was never called.
+  /// Kills (SIGKILL) and reaps workers still running, e.g. when wait() was never called,
+  /// then dismisses the watchdog (see launch()).
   ~Launcher();
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
@@ -32,6 +34,17 @@ class Launcher {
   /// whole tree a worker starts), with stdin/stdout/stderr inherited. Returns 0, or when a
   /// worker cannot be started, kills those already started and returns 127 (not found) or
   /// 126 (not executable) with exec_error() telling why.
+  ///
+  /// Workers do not outlive this process, however it ends (docs/cli.md, `-- CMD`):
+  /// - each worker gets SIGKILL from the kernel when its parent dies (PR_SET_PDEATHSIG).
+  ///   The kernel sends it when the *thread* that forked the worker ends, so call launch()
+  ///   from a thread that lives as long as the process (gossip-rdzv: the main thread);
+  /// - a watchdog process, forked here before the first worker, holds one end of a socket
+  ///   whose other end only this process holds. When it reads end-of-file (we died without
+  ///   dismissing it) it sends SIGKILL to the process group of every worker not yet reaped,
+  ///   which reaches what a worker started in its group (a data loader), where the parent
+  ///   death signal does not. A process that leaves its group (setsid) escapes both.
+  /// Call launch() once per Launcher: the watchdog knows at most the first batch's size.
   int launch(const std::vector<WorkerSpec>& workers);
 
   /// Waits for every worker. Returns 0 when all exit 0, else the status of the first to
@@ -64,6 +77,10 @@ class Launcher {
   };
   using Clock = std::chrono::steady_clock;
 
+  int spawn(const WorkerSpec& spec, pid_t* pid);
+  void start_watchdog(std::size_t capacity);
+  void tell_watchdog(pid_t message);
+  void dismiss_watchdog();
   bool reap();
   void terminate_running(int signal);
   void kill_after_grace();
@@ -76,6 +93,8 @@ class Launcher {
   bool killed_ = false;
   std::optional<int> received_signal_;
   std::string exec_error_;
+  pid_t watchdog_pid_ = -1;
+  int watchdog_fd_ = -1;  ///< our end of the watchdog's socket; close-on-exec
 };
 
 /// The status a shell would report for a waitpid() status: exit code, or 128+signal.
