@@ -36,10 +36,10 @@ std::string entry_difference(std::size_t i, const NodeEntry& a, const NodeEntry&
   // The field name is built only for a difference: this runs for every node of every commit.
   auto p = [i](const char* field) { return "nodes[" + std::to_string(i) + "]." + field; };
   if (a.endpoint != b.endpoint) return differ(p("endpoint"), a.endpoint, b.endpoint);
-  // Generation and node id are not compared: they never reach a worker. A node that commits
-  // and dies before any message leaves can hold its old generation where the survivors,
-  // having fenced that view, hold its restarted one; every variable a worker reads is the
-  // same (docs/protocol.md, "Restart after the others committed"; docs/simulation.md).
+  // A member is a process, not an endpoint: a view with a node's restarted process is
+  // another outcome (its master port, when it is node rank 0, is another port).
+  if (a.generation != b.generation) return differ(p("generation"), a.generation, b.generation);
+  if (a.node_id != b.node_id) return differ(p("node_id"), a.node_id, b.node_id);
   if (a.node_rank != b.node_rank) return differ(p("node_rank"), a.node_rank, b.node_rank);
   if (a.rank_offset != b.rank_offset) return differ(p("rank_offset"), a.rank_offset, b.rank_offset);
   if (a.nproc != b.nproc) return differ(p("nproc"), a.nproc, b.nproc);
@@ -48,31 +48,15 @@ std::string entry_difference(std::size_t i, const NodeEntry& a, const NodeEntry&
   return {};
 }
 
-// same_assignment() must compare every field check_assignment() reads: a new field in
-// NodeEntry or Assignment changes these sizes and so stops the build until it is added.
+// assignment_difference() must compare every field of an assignment but my_node_rank: a new
+// field in NodeEntry or Assignment changes these sizes and so stops the build until it is
+// compared there.
 static_assert(sizeof(NodeEntry) == 3 * sizeof(std::uint32_t) + 4 + 3 * sizeof(std::string) +
                                        2 * sizeof(std::uint64_t),
-              "NodeEntry changed: update same_assignment()");
+              "NodeEntry changed: update entry_difference()");
 static_assert(sizeof(Assignment) ==
                   2 * sizeof(std::string) + sizeof(std::vector<NodeEntry>) + 4 * 4 + 8,
-              "Assignment changed: update same_assignment()");
-
-/// Every field, generation and node id included; only my_node_rank is ignored.
-bool same_assignment(const Assignment& a, const Assignment& b) {
-  if (a.run_id != b.run_id || a.round != b.round || a.world_size != b.world_size ||
-      a.master_addr != b.master_addr || a.master_port != b.master_port ||
-      a.nodes.size() != b.nodes.size())
-    return false;
-  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
-    const NodeEntry& x = a.nodes[i];
-    const NodeEntry& y = b.nodes[i];
-    if (x.node_rank != y.node_rank || x.rank_offset != y.rank_offset || x.nproc != y.nproc ||
-        x.node_id != y.node_id || x.generation != y.generation || x.endpoint != y.endpoint ||
-        x.host != y.host || x.hostname != y.hostname)
-      return false;
-  }
-  return true;
-}
+              "Assignment changed: update assignment_difference()");
 
 }  // namespace
 
@@ -88,6 +72,8 @@ const char* to_string(FailureKind kind) {
       return "INVARIANT";
     case FailureKind::harness:
       return "HARNESS";
+    case FailureKind::lost_decision:
+      return "LIVENESS-LOST-DECISION";
   }
   return "?";
 }
@@ -126,6 +112,17 @@ Checker::Checker(CheckerConfig config) : config_(std::move(config)) {}
 
 void Checker::fail(FailureKind kind, Time at, std::string what) {
   failures_.push_back({kind, at, std::move(what)});
+}
+
+std::size_t Checker::reclassify_liveness(FailureKind kind, const std::string& why) {
+  std::size_t count = 0;
+  for (auto& f : failures_) {
+    if (f.kind != FailureKind::liveness && f.kind != FailureKind::outsider) continue;
+    f.kind = kind;
+    f.what += " (" + why + ")";
+    ++count;
+  }
+  return count;
 }
 
 bool Checker::has_safety_failure() const {
@@ -222,8 +219,9 @@ std::optional<std::size_t> Checker::find_view(const Assignment& assignment) cons
 }
 
 bool Checker::verified_before(const CommittedView& view, const Assignment& assignment) {
-  return std::any_of(view.verified.begin(), view.verified.end(),
-                     [&](const Assignment& v) { return same_assignment(v, assignment); });
+  return std::any_of(view.verified.begin(), view.verified.end(), [&](const Assignment& v) {
+    return assignment_difference(v, assignment).empty();
+  });
 }
 
 void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time now) {
@@ -275,15 +273,12 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
   if (!match) {
     Assignment shared = assignment;
     shared.my_node_rank = 0;
+    // At most one assignment per (run id, round), compared in full, whoever committed it: a
+    // process that crashed since counts (its workers may have started), and two groups that
+    // share no member are two outcomes of one job as much as two overlapping views are.
     for (const auto& other : views_) {
-      if (other.assignment.round != shared.round) continue;
-      bool overlap = false;
-      for (const auto& n : shared.nodes) {
-        auto it =
-            std::lower_bound(other.members.begin(), other.members.end(), MemberKey{n.endpoint, 0});
-        if (it != other.members.end() && it->endpoint == n.endpoint) overlap = true;
-      }
-      if (config_.split_allowed && !overlap) continue;
+      if (other.assignment.round != shared.round || other.assignment.run_id != shared.run_id)
+        continue;
       fail(FailureKind::safety, now,
            "AGREEMENT: " + who + " committed " + describe(shared) + " but " +
                key_text(other.committers.front()) + " committed " + describe(other.assignment) +
@@ -462,18 +457,8 @@ std::map<MemberKey, std::string> Checker::beyond_reach(const Reachability& reach
 
 void Checker::finish(Time /*now*/, Time deadline, bool liveness_required, bool run_complete,
                      const std::map<MemberKey, std::string>& beyond) {
-  // Several committed views of one round are a note only where the scenario allows disjoint
-  // groups; anywhere else they were reported as an agreement failure when they happened.
-  std::map<std::uint32_t, std::vector<std::size_t>> per_round;
-  for (const auto& view : views_)
-    per_round[view.assignment.round].push_back(view.assignment.nodes.size());
-  for (const auto& [round, sizes] : per_round) {
-    if (sizes.size() < 2 || !config_.split_allowed) continue;
-    std::string text = "round " + std::to_string(round) + ": " + std::to_string(sizes.size()) +
-                       " disjoint groups formed (sizes";
-    for (auto s : sizes) text += " " + std::to_string(s);
-    notes_.push_back(text + ") -- documented for MIN <= MAX/2");
-  }
+  // Several committed views of one round were each reported as an AGREEMENT failure when
+  // they happened, disjoint or not.
   if (!run_complete) return;
   for (const auto& [key, why] : beyond) {
     notes_.push_back("slot " + std::to_string(lives_.at(key).slot) + " (" + key_text(key) +

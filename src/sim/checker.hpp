@@ -12,8 +12,10 @@
 //    running member has an outcome (Committed, or NotAdmitted) within the stated bound.
 //
 // A safety failure (agreement, ranks, validity) is a protocol bug in every scenario; a
-// liveness failure (termination) is reported separately. In a `split_allowed` scenario two
-// *disjoint* committed views of one round are a documented outcome, reported as a note.
+// liveness failure (termination) is reported separately. Agreement compares the whole
+// assignment, member generations, node ids and the master port included, across every
+// process that committed, crashed ones included: two committed views of one round are a
+// safety failure whether they overlap or not.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +40,10 @@ enum class FailureKind {
               ///< and every node that committed had exited (nobody left to tell it)
   invariant,  ///< the core reported an impossible event (e.g. Fatal without cause)
   harness,    ///< the simulator itself saw something impossible (codec refused our bytes)
+  /// liveness, explained: the only processes that committed crashed, and the votes the
+  /// survivors can still see are no majority of the view, so no protocol can finish the
+  /// round (docs/protocol.md, "What can still block a round"). Never a safety failure.
+  lost_decision,
 };
 const char* to_string(FailureKind kind);
 
@@ -51,7 +57,6 @@ struct CheckerConfig {
   std::string run_id;
   std::uint32_t min_nodes = 1;
   std::uint32_t max_nodes = 1;
-  bool split_allowed = false;
 };
 
 /// What happened to one process (one generation of one slot).
@@ -77,10 +82,8 @@ struct CommittedView {
   Time last_at{0};
   /// The nodes of `assignment` as keys, sorted: membership in O(log N).
   std::vector<protocol::MemberKey> members;
-  /// Assignments of this view (my_node_rank ignored) that passed every structural check;
-  /// a later commit exactly equal to one of them needs no second assign_ranks(). Usually
-  /// one entry; more when members differ in a generation or node id that
-  /// assignment_difference() does not compare.
+  /// The assignment of this view (my_node_rank ignored) once it passed every structural
+  /// check: a later commit equal to it needs no second assign_ranks(). At most one entry.
   std::vector<Assignment> verified;
 };
 
@@ -112,6 +115,8 @@ class Checker {
   void on_event(const protocol::MemberKey& key, const protocol::Event& event, Time now);
   /// Records a failure found outside the events (e.g. undecodable bytes).
   void fail(FailureKind kind, Time at, std::string what);
+  /// Turns every liveness and outsider failure into `kind`, with `why` appended; the count.
+  std::size_t reclassify_liveness(FailureKind kind, const std::string& why);
 
   /// Running processes without an outcome that no process knowing the outcome could reach,
   /// each with the reason: no protocol could tell them, and termination does not ask it

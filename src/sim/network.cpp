@@ -110,6 +110,16 @@ Time Network::one_way_delay() {
   return delay < Time(1) ? Time(1) : delay;
 }
 
+bool Network::drop_if_separated(std::size_t a, std::size_t b, Time at) {
+  for (const auto& p : partitions_) {
+    if (p.separates(a, b, at)) {
+      ++dropped_by_partition_;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<Time> Network::route(std::size_t from, std::size_t to, Time now) {
   std::vector<Time> deliveries;
   for (const auto& p : partitions_) {

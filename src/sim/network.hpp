@@ -98,6 +98,10 @@ class Network {
   /// Delivery times of a packet sent at `now` from slot `from` to slot `to`: empty when lost
   /// or partitioned, two entries when duplicated.
   std::vector<Time> route(std::size_t from, std::size_t to, Time now);
+  /// Whether a partition separates slots a and b at `at`, counted as a drop when it does: for
+  /// a packet routed ahead of its send time (a sender's queue released at its reconnect), in
+  /// case a partition was added since.
+  bool drop_if_separated(std::size_t a, std::size_t b, Time at);
 
   std::uint64_t dropped_by_loss() const { return dropped_by_loss_; }
   std::uint64_t dropped_by_partition() const { return dropped_by_partition_; }

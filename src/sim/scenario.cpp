@@ -131,8 +131,8 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
   } else if (kind == "over-max" || kind == "over-max-2x") {
     const std::size_t extra = kind == "over-max" ? 1 : n;
     add_nodes(s, extra, Time(0), spread, prng);
-    // With 2 x MAX nodes there are 2 x MIN: two groups that lose sight of each other can
-    // each hold a view of MIN, but only the one with the seed can commit it.
+    // With 2 x MAX nodes there are 2 x MIN: two groups that lose sight of each other (loss
+    // long enough to declare the seed dead) must still not both commit.
     what << s.nodes.size() << " nodes for --nnodes " << n << ": exactly one assignment";
   } else if (kind == "last-call") {
     // MIN nodes start at once; the rest arrive around the end of the last-call window,
@@ -294,6 +294,105 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
     what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", two groups of " << s.min_nodes
          << " around seeds 0 and " << group_b << " (both listed by every node)"
          << (partitioned ? ", partitioned until " + seconds_text(s.partitions[0].until) : "");
+  } else if (kind == "partition-at-phase") {
+    // The disjoint-groups hole (docs/protocol.md, "Agreement"): a job that could hold two
+    // views of MIN each is cut in two once its nodes joined, at a phase of the round seen on
+    // the cores, and healed later. Three shapes, MAX = N: 2 MIN <= MAX with fewer than MAX
+    // processes (2:8 with 4), 2 MIN <= MAX with MAX processes (2:4 with 4), and more than
+    // MAX processes, 2 MIN of them (3:4 with 6). Only a side with a majority of the seed
+    // list may commit; the other waits for the heal.
+    const std::uint64_t shape = prng.below(3);
+    std::uint32_t processes = n;
+    if (shape == 0) {
+      s.min_nodes = static_cast<std::uint32_t>(prng.between(2, std::max<std::uint32_t>(2, n / 4)));
+      processes = 2 * s.min_nodes;
+    } else if (shape == 1) {
+      s.min_nodes = std::max<std::uint32_t>(2, n / 2);
+      processes = std::max<std::uint32_t>(n, 2 * s.min_nodes);
+    } else {
+      s.min_nodes = majority_min(n);
+      processes = 2 * s.min_nodes;
+    }
+    s.nodes.resize(processes);
+    for (auto& node : s.nodes) node.start = prng.time_between(Time(0), spread);
+    // Seeds: one member seed (half the runs), three member seeds, or two or three dedicated
+    // seeds; every node lists the same ones.
+    const std::uint64_t seeding = prng.below(4);
+    std::vector<std::size_t> seeds;
+    if (seeding <= 1) {
+      seeds = {0};
+    } else if (seeding == 2) {
+      seeds = {0, 1, 2};
+    } else {
+      const auto k = static_cast<std::size_t>(prng.between(2, 3));
+      for (std::size_t i = 0; i < k; ++i) {
+        NodeSpec seed_node;
+        seed_node.seed_only = true;
+        seeds.push_back(s.nodes.size());
+        s.nodes.push_back(seed_node);
+      }
+    }
+    for (auto& node : s.nodes) node.seeds = seeds;
+    // Two sides of the members, as even as possible, in a random order; dedicated seeds fall
+    // on either side.
+    std::vector<std::size_t> order(processes);
+    for (std::size_t i = 0; i < processes; ++i) order[i] = i;
+    for (std::size_t i = processes; i > 1; --i) std::swap(order[i - 1], order[prng.below(i)]);
+    PhasePartition cut;
+    cut.side.assign(s.nodes.size(), 0);
+    for (std::size_t i = processes / 2; i < processes; ++i) cut.side[order[i]] = 1;
+    for (std::size_t i = processes; i < s.nodes.size(); ++i)
+      cut.side[i] = static_cast<std::uint8_t>(prng.below(2));
+    const std::uint64_t phase = prng.below(5);
+    if (phase == 4) {
+      // Apart from the start: each side joins through the seeds it can reach, if any.
+      cut.trigger = Trigger::at_time;
+    } else if (phase == 0) {
+      // Before anyone is ready: during the last call, or (MAX processes or more, where the
+      // view forms as soon as they are known) at once.
+      cut.trigger = Trigger::after_all_joined;
+      cut.delay = prng.time_between(
+          Time(0), processes < n ? std::chrono::duration_cast<Time>(s.last_call) : ms(5));
+    } else {
+      cut.trigger = phase == 1   ? Trigger::first_ready
+                    : phase == 2 ? Trigger::first_vote
+                                 : Trigger::after_commits;
+      cut.delay = prng.time_between(Time(0), ms(2));
+    }
+    // Mostly long enough for each side to bury the other (the suspicion timeout, the probe
+    // rounds before it, the rumour), sometimes shorter than any suspicion.
+    const Time probe = std::chrono::duration_cast<Time>(s.timing.probe_interval);
+    const Time buried = susp + (s.timing.probe_rounds + 2) * probe;
+    cut.length = prng.chance(0.25) ? prng.time_between(ms(200), buried)
+                                   : prng.time_between(buried, buried + susp + ms(6000));
+    s.phase_partitions.push_back(cut);
+    static constexpr double kLoss[] = {0.0, 0.0, 0.05, 0.1};
+    s.link.loss_probability = kLoss[prng.below(4)];
+    std::size_t side_one = 0;
+    for (std::size_t i = 0; i < processes; ++i) side_one += cut.side[i];
+    what << "--nnodes " << s.min_nodes << ":" << s.max_nodes << ", " << processes << " processes, "
+         << seeds.size() << (seeding == 3 ? " dedicated" : " member") << " seed(s), cut "
+         << (processes - side_one) << "|" << side_one << " " << seconds_text(cut.delay) << " after "
+         << to_string(cut.trigger) << " for " << seconds_text(cut.length) << ", loss "
+         << s.link.loss_probability;
+  } else if (kind == "kill-first-committer") {
+    // The one-vote hole (docs/protocol.md, "Agreement"): the first node to commit is killed
+    // at that instant or within 2 ms (its last packets may die with it) and restarts at once
+    // (1-300 ms later) with a new master port; lost packets make the ready bits arrive on
+    // one side only. N = 2 is the hole's own shape.
+    s.min_nodes = s.max_nodes = n;
+    CrashSpec crash;
+    crash.trigger = Trigger::after_commits;
+    crash.commits = 1;
+    crash.committer = true;
+    crash.delay = prng.chance(0.5) ? Time(0) : prng.time_between(Time(0), ms(2));
+    crash.restart_after = prng.time_between(ms(1), ms(300));
+    s.crashes.push_back(crash);
+    static constexpr double kLoss[] = {0.0, 0.1, 0.2, 0.3};
+    s.link.loss_probability = kLoss[prng.below(4)];
+    what << "--nnodes " << n << ", the first committer killed " << seconds_text(crash.delay)
+         << " after its commit, restarted " << seconds_text(*crash.restart_after) << " later, loss "
+         << s.link.loss_probability;
   } else if (kind == "hints") {
     // Mixed --nproc-per-node and --node-rank hints on a random subset (distinct, < N).
     std::vector<std::int32_t> ranks(n);
@@ -314,6 +413,22 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
 
 }  // namespace
 
+const char* to_string(Trigger trigger) {
+  switch (trigger) {
+    case Trigger::at_time:
+      return "time zero";  // the delay is the time
+    case Trigger::after_all_joined:
+      return "all joined";
+    case Trigger::after_commits:
+      return "the first commit";
+    case Trigger::first_ready:
+      return "the first ready bit";
+    case Trigger::first_vote:
+      return "the first vote";
+  }
+  return "?";
+}
+
 const std::vector<std::string>& scenario_names() {
   static const std::vector<std::string> names = {"plain",
                                                  "bench",
@@ -332,6 +447,8 @@ const std::vector<std::string>& scenario_names() {
                                                  "hints",
                                                  "seed-list",
                                                  "slow-host",
+                                                 "partition-at-phase",
+                                                 "kill-first-committer",
                                                  "mix"};
   return names;
 }

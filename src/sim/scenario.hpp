@@ -26,12 +26,16 @@ struct NodeSpec {
   bool seed_only = false;          ///< a dedicated seed (`gossip-rdzv seed`), never a member
 };
 
-/// When a scripted crash happens.
+/// When a scripted crash or partition happens. The phases of the round are observed on the
+/// cores (Core::snapshot of the view each holds), never assumed from times.
 enum class Trigger {
   at_time,           ///< at `delay` after time zero
   after_all_joined,  ///< `delay` after every member node has reported JoinedCluster
   after_commits,     ///< `delay` after the `commits`-th Committed event of the run
+  first_ready,       ///< `delay` after the first member sets its ready bit on a view it holds
+  first_vote,        ///< `delay` after the first member sets its voted bit on a view it holds
 };
+const char* to_string(Trigger trigger);
 
 /// Crash a slot (drop its core and every packet to or from it still in flight), optionally
 /// restarting it `restart_after` later with the same endpoint, generation + 1 and a new id.
@@ -41,6 +45,19 @@ struct CrashSpec {
   Time delay{0};
   std::uint32_t commits = 1;
   std::optional<Time> restart_after;
+  /// after_commits only: crash the slot whose process emitted that Committed event instead
+  /// of `slot` (the node that commits first is killed right after it commits).
+  bool committer = false;
+};
+
+/// A partition that starts `delay` after `trigger` fires and heals `length` later: the
+/// network's Partition with its times decided by the run. `side` as in Partition.
+struct PhasePartition {
+  std::vector<std::uint8_t> side;
+  Trigger trigger = Trigger::after_all_joined;
+  Time delay{0};
+  std::uint32_t commits = 1;  ///< after_commits: the commit that starts it
+  Time length{0};
 };
 
 struct Scenario {
@@ -60,10 +77,8 @@ struct Scenario {
   LinkConfig link;
   std::vector<NodeSpec> nodes;  ///< indexed by slot
   std::vector<Partition> partitions;
+  std::vector<PhasePartition> phase_partitions;
   std::vector<CrashSpec> crashes;
-  /// MIN <= MAX/2 with disjoint seeds: two disjoint groups may each commit (documented); an
-  /// overlap between two committed views is still a safety failure.
-  bool split_allowed = false;
   std::string description;  ///< the faults in words, printed with a failure
 
   /// `gossip-rdzv-sim --scenario NAME --nodes N --seed S [--loss P] [--timing local]`

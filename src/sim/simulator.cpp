@@ -74,6 +74,14 @@ std::uint64_t nonzero(std::uint64_t value) {
 
 }  // namespace
 
+std::uint16_t master_port(std::uint64_t run_seed, std::size_t slot, std::uint64_t generation) {
+  // The runtime picks a free port when its process starts, so a restarted process announces
+  // another one. A hash rather than a stream draw: no other random choice of the run moves.
+  const std::uint64_t h =
+      mix64(run_seed ^ mix64(0x6d61737465720000ULL + slot * 0x100000001b3ULL + generation));
+  return static_cast<std::uint16_t>(20000 + h % 40001);
+}
+
 void install_abort_reporter() {
   struct sigaction action {};
   action.sa_handler = on_abort_signal;
@@ -101,6 +109,9 @@ struct QueuedEvent {
   std::uint32_t slot = 0;
   std::uint64_t life = 0;  ///< the process it is for; stale when the slot moved on
   std::shared_ptr<const Packet> packet;
+  /// deliver: when a queued packet leaves its sender's queue (routed earlier, at the queue's
+  /// release); a partition added meanwhile (a phase cut) still stops it. -1: sent directly.
+  Time sent_at{-1};
 };
 
 struct Later {
@@ -159,6 +170,11 @@ struct Simulator::Impl {
   std::size_t active_members = 0;  ///< member processes running (not crashed, not exited)
   std::size_t queued_faults = 0;   ///< crash / restart events in the queue
   std::vector<std::uint8_t> crash_fired;
+  std::vector<std::uint8_t> cut_fired;              ///< by scenario.phase_partitions
+  std::vector<std::uint8_t> cut_waiting_for_joins;  ///< its phase came before the last join
+  /// Crashes or cuts still waiting for the first ready bit / vote: while any does, every
+  /// step looks at the stepping core's held view.
+  std::size_t awaiting_ready = 0, awaiting_vote = 0;
   bool all_joined_fired = false;
   bool aborted = false;
   std::uint64_t codec_refusals = 0;
@@ -168,8 +184,7 @@ struct Simulator::Impl {
       : scenario(std::move(s)),
         options(o),
         network(scenario.link, scenario.seed),
-        checker(CheckerConfig{scenario.run_id, scenario.min_nodes, scenario.max_nodes,
-                              scenario.split_allowed}),
+        checker(CheckerConfig{scenario.run_id, scenario.min_nodes, scenario.max_nodes}),
         ids(scenario.seed, 3) {}
 
   /// Whether `level` is traced: per-packet callers test it before building their text.
@@ -215,20 +230,92 @@ struct Simulator::Impl {
     settled = std::max(stats.last_start, network.healed_at());
     bound = termination_bound(scenario);
     crash_fired.assign(scenario.crashes.size(), 0);
+    cut_fired.assign(scenario.phase_partitions.size(), 0);
+    cut_waiting_for_joins.assign(scenario.phase_partitions.size(), 0);
+    for (const auto& c : scenario.crashes) count_awaited(c.trigger, +1);
+    for (const auto& p : scenario.phase_partitions) count_awaited(p.trigger, +1);
     for (std::size_t i = 0; i < scenario.crashes.size(); ++i) {
       const auto& c = scenario.crashes[i];
       if (c.trigger == Trigger::at_time) fire_crash(i, c.delay);
     }
+    for (std::size_t i = 0; i < scenario.phase_partitions.size(); ++i)
+      if (scenario.phase_partitions[i].trigger == Trigger::at_time) fire_cut(i);
     stats.traffic.assign(slots.size(), {});
     trace(1, "scenario " + scenario.kind + ": " + scenario.description);
   }
 
-  void fire_crash(std::size_t index, Time at) {
+  void count_awaited(Trigger trigger, int step) {
+    if (trigger == Trigger::first_ready) awaiting_ready += static_cast<std::size_t>(step);
+    if (trigger == Trigger::first_vote) awaiting_vote += static_cast<std::size_t>(step);
+  }
+
+  /// `slot`: the crash's own, or the committer for CrashSpec::committer.
+  void fire_crash(std::size_t index, Time at, std::optional<std::uint32_t> committer = {}) {
     if (crash_fired[index]) return;
     crash_fired[index] = 1;
     const auto& c = scenario.crashes[index];
+    count_awaited(c.trigger, -1);
     ++queued_faults;
-    push({at, 0, EventKind::crash, static_cast<std::uint32_t>(c.slot), index, nullptr});
+    const auto slot = c.committer && committer ? *committer : static_cast<std::uint32_t>(c.slot);
+    if (c.committer && committer)
+      trace(1,
+            "slot " + std::to_string(slot) + " committed first: it crashes at " + seconds_text(at));
+    push({at, 0, EventKind::crash, slot, index, nullptr});
+  }
+
+  /// Starts a phase partition: from now + delay for its length. The network settles at its
+  /// heal, so termination is judged from then.
+  void fire_cut(std::size_t index) {
+    if (cut_fired[index]) return;
+    cut_fired[index] = 1;
+    const auto& spec = scenario.phase_partitions[index];
+    count_awaited(spec.trigger, -1);
+    Partition p;
+    p.side = spec.side;
+    p.from = now + spec.delay;
+    p.until = p.from + spec.length;
+    network.add_partition(p);
+    settled = std::max(settled, p.until);
+    trace(1, std::string("cut after ") + to_string(spec.trigger) + ": from " +
+                 seconds_text(p.from) + " until " + seconds_text(p.until));
+  }
+
+  /// Fires every crash and cut waiting for `trigger` (after_commits: the commit count).
+  void fire_phase(Trigger trigger, std::optional<std::uint32_t> committer = {}) {
+    for (std::size_t i = 0; i < scenario.crashes.size(); ++i) {
+      const auto& c = scenario.crashes[i];
+      if (c.trigger != trigger) continue;
+      if (trigger == Trigger::after_commits && checker.commit_events() != c.commits) continue;
+      fire_crash(i, now + c.delay, committer);
+    }
+    for (std::size_t i = 0; i < scenario.phase_partitions.size(); ++i) {
+      const auto& p = scenario.phase_partitions[i];
+      if (p.trigger != trigger) continue;
+      if (trigger == Trigger::after_commits && checker.commit_events() != p.commits) continue;
+      // A cut is made after joining (the hole it looks for): one that comes first waits for
+      // the last join. A node cut off from its seeds before it joined is told by nobody.
+      if (!all_joined_fired)
+        cut_waiting_for_joins[i] = 1;
+      else
+        fire_cut(i);
+    }
+  }
+
+  /// The first ready bit and the first vote, seen on the core that set it: its own bit in
+  /// the view it holds.
+  void watch_phases(const SlotState& slot) {
+    if ((awaiting_ready == 0 && awaiting_vote == 0) || !slot.core || slot.spec.seed_only) return;
+    const protocol::Snapshot snap = slot.core->snapshot();
+    if (!snap.held) return;
+    const auto& members = snap.held->members;
+    const auto it = std::find(members.begin(), members.end(), slot.key);  // natural order
+    if (it == members.end()) return;
+    const auto i = static_cast<std::size_t>(it - members.begin());
+    auto bit = [i](const std::vector<std::uint8_t>& set) {
+      return i / 8 < set.size() && ((set[i / 8] >> (i % 8)) & 1u) != 0;
+    };
+    if (awaiting_ready > 0 && bit(snap.held->ready)) fire_phase(Trigger::first_ready);
+    if (awaiting_vote > 0 && bit(snap.held->voted)) fire_phase(Trigger::first_vote);
   }
 
   Time deadline() const { return settled + bound; }
@@ -252,7 +339,7 @@ struct Simulator::Impl {
     ann.hostname = "node" + std::to_string(index);
     ann.nproc = slot.spec.nproc;
     ann.rank_hint = slot.spec.rank_hint;
-    ann.master_port = 29500;
+    ann.master_port = master_port(scenario.seed, index, slot.generation);
     ann.min_nodes = scenario.min_nodes;
     ann.max_nodes = scenario.max_nodes;
     config.run_id = scenario.run_id;
@@ -298,7 +385,7 @@ struct Simulator::Impl {
       for (const auto& packet : flow.packets) {
         ++stats.released_to_listener;
         for (Time at : network.route(flow.from_slot, index, connected))
-          push({at, 0, EventKind::deliver, index, slot.life, packet});
+          push({at, 0, EventKind::deliver, index, slot.life, packet, connected});
       }
       if (tracing(1))
         trace(1, "slot " + std::to_string(flow.from_slot) + " connects to slot " +
@@ -348,6 +435,7 @@ struct Simulator::Impl {
     while (auto out = slot.core->poll_send()) send(index, std::move(*out));
     while (auto event = slot.core->poll_event()) handle_event(index, *event);
     if (!slot.core) return;
+    watch_phases(slot);
     if (++slot.steps_since_check >= options.invariant_every) {
       slot.steps_since_check = 0;
       slot.core->check_invariants();
@@ -402,11 +490,7 @@ struct Simulator::Impl {
     } else if (std::holds_alternative<protocol::Committed>(event)) {
       slot.has_outcome = true;
       ++stats.committed;
-      for (std::size_t i = 0; i < scenario.crashes.size(); ++i) {
-        const auto& c = scenario.crashes[i];
-        if (c.trigger == Trigger::after_commits && checker.commit_events() == c.commits)
-          fire_crash(i, now + c.delay);
-      }
+      fire_phase(Trigger::after_commits, index);
     } else if (std::holds_alternative<protocol::NotAdmitted>(event) ||
                std::holds_alternative<protocol::Fatal>(event)) {
       if (std::holds_alternative<protocol::NotAdmitted>(event)) ++stats.not_admitted;
@@ -432,10 +516,9 @@ struct Simulator::Impl {
     if (all_joined_fired || members_started < initial_members || !checker.all_members_joined())
       return;
     all_joined_fired = true;
-    for (std::size_t i = 0; i < scenario.crashes.size(); ++i) {
-      const auto& c = scenario.crashes[i];
-      if (c.trigger == Trigger::after_all_joined) fire_crash(i, now + c.delay);
-    }
+    fire_phase(Trigger::after_all_joined);
+    for (std::size_t i = 0; i < cut_waiting_for_joins.size(); ++i)
+      if (cut_waiting_for_joins[i]) fire_cut(i);
   }
 
   // ---- the network -------------------------------------------------------------------------
@@ -496,6 +579,9 @@ struct Simulator::Impl {
       ++stats.undeliverable;
       return;
     }
+    if (event.sent_at >= Time(0) &&
+        network.drop_if_separated(packet.from_slot, event.slot, event.sent_at))
+      return;
     if (tracing(2))
       trace(2, "deliver " + std::to_string(packet.from_slot) + " -> " + std::to_string(event.slot) +
                    " " + std::string(protocol::to_string(packet.type)) + " " +
@@ -620,8 +706,56 @@ struct Simulator::Impl {
     const auto beyond = checker.beyond_reach(reachability());
     const bool enough_alive = checker.running_members() - beyond.size() >= scenario.min_nodes;
     checker.finish(now, deadline(), enough_alive, !aborted, beyond);
+    if (!aborted) classify_lost_decision();
     if (!checker.passed()) describe_stuck_nodes();
     return result();
+  }
+
+  /// A round whose outcome only crashed processes knew, and whose survivors cannot finish
+  /// it: every process that committed view V crashed, and the votes for V that the running
+  /// processes hold are no strict majority of V. V may have been committed, so it can never
+  /// be released, and it can never gather a majority again: blocked, whatever the protocol
+  /// (e.g. the first of two nodes commits and is killed before its vote leaves). Its
+  /// liveness failures are reported as such; anything else stays what it was.
+  void classify_lost_decision() {
+    if (checker.passed()) return;
+    for (const auto& f : checker.failures())
+      if (f.kind != FailureKind::liveness && f.kind != FailureKind::outsider) return;
+    for (const CommittedView& view : checker.views()) {
+      const bool all_crashed =
+          std::all_of(view.committers.begin(), view.committers.end(),
+                      [&](const MemberKey& key) { return checker.lives().at(key).crashed; });
+      if (!all_crashed) continue;
+      std::vector<bool> voted(view.members.size(), false);
+      for (const SlotState& slot : slots) {
+        if (!slot.core || slot.spec.seed_only) continue;
+        const protocol::Snapshot snap = slot.core->snapshot();
+        if (!snap.held) continue;
+        std::vector<MemberKey> held = snap.held->members;
+        std::sort(held.begin(), held.end());
+        if (held != view.members) continue;
+        for (std::size_t i = 0; i < snap.held->members.size(); ++i) {
+          const auto& set = snap.held->voted;
+          if (i / 8 < set.size() && ((set[i / 8] >> (i % 8)) & 1u) != 0) {
+            const auto at =
+                std::lower_bound(view.members.begin(), view.members.end(), snap.held->members[i]);
+            voted[static_cast<std::size_t>(at - view.members.begin())] = true;
+          }
+        }
+      }
+      const auto votes = static_cast<std::size_t>(std::count(voted.begin(), voted.end(), true));
+      if (2 * votes > view.members.size()) continue;  // they could commit it: a real hang
+      std::string committers;
+      for (const auto& key : view.committers)
+        committers +=
+            (committers.empty() ? "" : ", ") + key.endpoint + "/g" + std::to_string(key.generation);
+      checker.reclassify_liveness(FailureKind::lost_decision,
+                                  "only " + committers + " committed " + describe(view.assignment) +
+                                      ", and crashed; the survivors see " + std::to_string(votes) +
+                                      " of " + std::to_string(view.members.size()) +
+                                      " votes, no majority: blocked for good");
+      return;
+    }
   }
 
   Reachability reachability() const {
@@ -763,9 +897,9 @@ bool RunResult::safety_failed() const {
 }
 
 std::optional<FailureKind> RunResult::worst() const {
-  static constexpr FailureKind kOrder[] = {FailureKind::safety, FailureKind::invariant,
-                                           FailureKind::harness, FailureKind::liveness,
-                                           FailureKind::outsider};
+  static constexpr FailureKind kOrder[] = {FailureKind::safety,   FailureKind::invariant,
+                                           FailureKind::harness,  FailureKind::liveness,
+                                           FailureKind::outsider, FailureKind::lost_decision};
   for (FailureKind kind : kOrder)
     for (const auto& f : failures)
       if (f.kind == kind) return kind;

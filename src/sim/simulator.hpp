@@ -134,6 +134,11 @@ class Simulator {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The master port the process of `slot` announces in its `generation`: drawn from the run
+/// seed in 20000-60000, different for each (slot, generation) in practice, as a runtime that
+/// picks a free port at each start (docs/simulation.md, "The model").
+std::uint16_t master_port(std::uint64_t run_seed, std::size_t slot, std::uint64_t generation);
+
 /// Runs one scenario; shorthand for Simulator(make_scenario(...), options).run().
 RunResult run_scenario(const std::string& name, std::uint32_t nodes, std::uint64_t seed,
                        const ScenarioOptions& scenario_options = {},

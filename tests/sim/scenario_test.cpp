@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace gossip_rdzv::sim {
 namespace {
 
@@ -18,6 +20,12 @@ void expect_same(const Scenario& a, const Scenario& b) {
   }
   EXPECT_EQ(a.crashes.size(), b.crashes.size());
   EXPECT_EQ(a.partitions.size(), b.partitions.size());
+  ASSERT_EQ(a.phase_partitions.size(), b.phase_partitions.size());
+  for (std::size_t i = 0; i < a.phase_partitions.size(); ++i) {
+    EXPECT_EQ(a.phase_partitions[i].side, b.phase_partitions[i].side);
+    EXPECT_EQ(a.phase_partitions[i].delay, b.phase_partitions[i].delay);
+    EXPECT_EQ(a.phase_partitions[i].length, b.phase_partitions[i].length);
+  }
   EXPECT_EQ(a.link.loss_probability, b.link.loss_probability);
 }
 
@@ -59,12 +67,54 @@ TEST(Scenario, OverMaxStartsMoreThanMax) {
   EXPECT_EQ(make_scenario("over-max-2x", 10, 1).nodes.size(), 20u);
 }
 
-TEST(Scenario, SplitIsMinAtMostHalfMaxAroundTwoSeedsEveryNodeLists) {
+// One job, one seed list: each group has one of the two seeds, no majority of the list.
+TEST(Scenario, SplitIsMinAtMostHalfMaxWithOneSeedPerGroup) {
   const Scenario s = make_scenario("split", 10, 3);
-  EXPECT_FALSE(s.split_allowed);
   EXPECT_LE(2 * s.min_nodes, s.max_nodes);
   EXPECT_EQ(s.nodes.front().seeds, (std::vector<std::size_t>{0, s.min_nodes}));
   EXPECT_EQ(s.nodes.back().seeds, (std::vector<std::size_t>{s.min_nodes, 0}));
+}
+
+// The disjoint-groups hole's shapes: two sides that could each hold MIN members, cut at
+// every phase of the round, healed later.
+TEST(Scenario, PartitionAtPhaseCutsIntoTwoSidesOfAtLeastMin) {
+  std::set<Trigger> phases;
+  std::set<std::pair<std::uint32_t, std::size_t>> shapes;  // (MIN, processes) at MAX 8
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("--seed " + std::to_string(seed));
+    const Scenario s = make_scenario("partition-at-phase", 8, seed);
+    ASSERT_EQ(s.phase_partitions.size(), 1u);
+    const PhasePartition& cut = s.phase_partitions[0];
+    phases.insert(cut.trigger);
+    std::size_t members = 0, side_one = 0;
+    for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+      if (s.nodes[i].seed_only) continue;
+      ++members;
+      side_one += cut.side.at(i);
+    }
+    shapes.insert({s.min_nodes, members});
+    EXPECT_GE(members - side_one, s.min_nodes);
+    EXPECT_GE(side_one, s.min_nodes);
+    EXPECT_GT(cut.length, Time(0));
+    EXPECT_LT(cut.length, Time::max());
+  }
+  EXPECT_EQ(phases.size(), 5u);        // start, all joined, first ready, first vote, first commit
+  EXPECT_TRUE(shapes.count({2, 4}));   // 2:8 with 4 processes
+  EXPECT_TRUE(shapes.count({4, 8}));   // 4:8 with 8
+  EXPECT_TRUE(shapes.count({5, 10}));  // 5:8 with 10: more than MAX
+  EXPECT_TRUE(make_scenario("partition-at-phase", 4, 1).max_nodes == 4u);
+}
+
+TEST(Scenario, KillFirstCommitterKillsWhoeverCommitsFirstAndRestartsIt) {
+  const Scenario s = make_scenario("kill-first-committer", 2, 1);
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.min_nodes, 2u);
+  ASSERT_EQ(s.crashes.size(), 1u);
+  EXPECT_TRUE(s.crashes[0].committer);
+  EXPECT_EQ(s.crashes[0].trigger, Trigger::after_commits);
+  EXPECT_EQ(s.crashes[0].commits, 1u);
+  ASSERT_TRUE(s.crashes[0].restart_after);
+  EXPECT_LE(*s.crashes[0].restart_after, std::chrono::milliseconds(300));
 }
 
 TEST(Scenario, SeedKilledHasThreeDedicatedSeedsAndKillsOne) {

@@ -26,6 +26,11 @@ struct IsolatedRun {
   bool passed_or_outsider_timeout() const {
     return passed() || (status == Status::failed && worst == FailureKind::outsider);
   }
+  /// Its only failures are a round whose outcome died with the processes that committed it
+  /// (FailureKind::lost_decision): a documented liveness limit, never a double commit.
+  bool lost_decision() const {
+    return status == Status::failed && worst == FailureKind::lost_decision;
+  }
 };
 
 inline IsolatedRun run_isolated(const std::string& name, std::uint32_t nodes, std::uint64_t seed,

@@ -214,6 +214,12 @@ TEST(Scenarios, SeedListStartingTogether) {
 TEST(Scenarios, SlowHostStartsAfterSeveralSuspicionTimeouts) {
   expect_seeds_pass("slow-host", 10, 1, 5);
 }
+TEST(Scenarios, PartitionAtPhase) {
+  expect_seeds_pass("partition-at-phase", 8, 1, 5);
+}
+TEST(Scenarios, KillFirstCommitter) {
+  expect_seeds_pass("kill-first-committer", 2, 1, 5);
+}
 TEST(Scenarios, MixSmall) {
   expect_seeds_pass("mix", 20, 1, 20);
 }
@@ -263,12 +269,57 @@ TEST(Regression, CommitterCrashBlocksSurvivors) {
 // SAFETY. --nnodes 2:3: slot 2 is the first to commit (the view with 10.0.0.3/g1) and
 // crashes at that instant, before its pushes leave; it restarts as generation 2 2.6 s later.
 // The survivors fence the view whose member restarted (73c05bd) and all three commit a
-// second view with 10.0.0.3/g2: two different assignments for round 0. They differ only in
-// that generation (same ranks, same env files), and the only holder of the first is dead.
+// second view with 10.0.0.3/g2: two different assignments for round 0. They differ in that
+// generation (and in the master port when 10.0.0.3 is node rank 0). The checker compares it
+// again: this fails until a commit needs a strict majority of votes.
 // Also seen as `--scenario mix --nodes 10 --seed 905` and `--nodes 30 --seed 629`.
 TEST(Regression, FencedViewWasAlreadyCommittedByTheCrashedMember) {
   const auto run = run_isolated("restart", 3, 7);
   EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// ---- the split-brain holes of issue 21: both fail (SAFETY) with the old quorum rule ("more
+// than half, or exactly half including the first member") and must pass with a quorum base.
+
+// No second outcome (SAFETY), and the round ends.
+void expect_one_outcome(const std::string& name, std::uint32_t nodes, std::uint64_t seed) {
+  const auto run = run_isolated(name, nodes, seed);
+  EXPECT_NE(run.status, testing::IsolatedRun::Status::safety) << run.report;
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
+// The one-vote hole. --nnodes 2, no loss: 10.0.0.1 (the view's first member) sees both ready
+// bits, votes, and its own vote was a quorum of {10.0.0.1, 10.0.0.2}: it commits alone at
+// 0.501 s with master port 35253 and is killed at that instant, before its vote leaves. It
+// restarts 57 ms later as generation 2 and picks port 42301; 10.0.0.2 never saw the first
+// process's vote, fences the view, and both commit {10.0.0.1/g2, 10.0.0.2}: two assignments
+// for round 0 with different MASTER_PORTs. With a strict majority the first process cannot
+// commit without 10.0.0.2's vote.
+TEST(Regression, TwoNodeViewCommitsOnOneVote) {
+  expect_one_outcome("kill-first-committer", 2, 93);
+}
+
+// Disjoint groups, 2 MIN <= MAX. --nnodes 2:8, four processes, one seed (10.0.0.1): all
+// joined, cut 2|2 0.751 s later, during the last call, for 14 s. Each side buries the other
+// after its suspicion timeout and commits a view of two: {.1 .2} and {.3 .4}, two outcomes
+// of round 0 with two masters. Only the side with the seed may commit now.
+TEST(Regression, DisjointHalvesOfMinToMaxCommitDuringTheLastCall) {
+  expect_one_outcome("partition-at-phase", 8, 209);
+}
+
+// The same at MIN:MAX = 2:4 with four processes, cut 2|2 as the first node sets its ready
+// bit, for 12.7 s: each half buries the other (7-12 s) and commits a view of two, {.1 .4}
+// at 11.2 s and {.2 .3} at 12.5 s, each with its own master.
+TEST(Regression, HalvesCutAtTheFirstReadyBitEachCommit) {
+  expect_one_outcome("partition-at-phase", 4, 609);
+}
+
+// More than MAX processes: --nnodes 3:4 with six, three member seeds (.1 .2 .3) listed by
+// all, cut 3|3 from the start for 16.8 s: {.1 .2 .4} join through .1 and .2, {.3 .5 .6}
+// through .3, and each group of MIN commits at 2.48 s. The side with one seed of three must
+// wait for the heal.
+TEST(Regression, MoreThanMaxProcessesFormTwoGroups) {
+  expect_one_outcome("partition-at-phase", 4, 76);
 }
 
 // --nnodes 10, slot 9 isolated longer than the suspicion timeout: both sides declare the

@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
       const std::string replay =
           make_scenario(scenario_name, nodes, seed, scenario_options).replay_command();
       std::string kind = "ABORT (core assertion)";
-      if (!aborted && status >= 10 && status <= 10 + static_cast<int>(FailureKind::harness))
+      if (!aborted && status >= 10 && status <= 10 + static_cast<int>(FailureKind::lost_decision))
         kind = to_string(static_cast<FailureKind>(status - 10));
       else if (!aborted)
         kind = "exit status " + std::to_string(status);
