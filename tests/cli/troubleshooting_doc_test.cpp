@@ -116,7 +116,7 @@ const std::vector<Phrase>& phrases() {
       {"src/runtime/runtime.cpp", "{} refused this node: {}"},
       {"src/runtime/runtime.cpp", "round {} closed with {} nodes without this node"},
       {"tools/gossip-rdzv/cli_options.cpp",
-       "nodes start with this run id, two disjoint groups could form;"},
+       "MIN or more; only the one holding a majority of the --seed list can "},
       {"tools/gossip-rdzv/cli_options.cpp", "unexpected argument '"},
       {"tools/gossip-rdzv/cli_options.cpp", "' (a command to run goes after '--')"},
       {"tools/gossip-rdzv/cli_options.cpp", "'-- CMD' is only accepted by join"},

@@ -176,13 +176,15 @@ void parse_nnodes(const std::string& text, Config& config, std::vector<std::stri
   if (*max > 1'000'000) fail("--nnodes", text, "MAX is too large", expected);
   config.min_nodes = static_cast<std::uint32_t>(*min);
   config.max_nodes = static_cast<std::uint32_t>(*max);
-  // docs/protocol.md: agreement is per group; two groups of MIN or more can only be
-  // disjoint when both fit under MAX together, i.e. 2*MIN <= MAX.
+  // docs/protocol.md, "Quorum base": two groups of MIN or more fit under MAX together when
+  // 2*MIN <= MAX. They can never both agree, but the one without a majority of the seed
+  // list waits, which a user should expect rather than meet.
   if (2 * *min <= *max) {
-    warnings.push_back("--nnodes " + text + ": MIN is at most half of MAX, so if more than " +
-                       std::to_string(*max) +
-                       " nodes start with this run id, two disjoint groups could form; "
-                       "use MIN > MAX/2 or a run id per job (see docs/protocol.md)");
+    warnings.push_back("--nnodes " + text +
+                       ": MIN is at most half of MAX, so a partition can leave two groups of "
+                       "MIN or more; only the one holding a majority of the --seed list can "
+                       "agree, and the other waits for the partition to heal (see "
+                       "docs/protocol.md, \"Quorum base\")");
   }
 }
 
