@@ -211,6 +211,17 @@ Error not_admitted_error(const Config& config, const protocol::NotAdmitted& even
                              "so a new round forms",
                              event.round));
   }
+  if (event.view_size < config.max_nodes) {
+    // Below MAX the view did not close for lack of room: this node came after the last call,
+    // or was cut off from the seeds' majority while the others agreed.
+    return Error(ErrorCode::not_admitted,
+                 fmt::format("this node was not admitted: the round closed with {} nodes "
+                             "(--nnodes {}) without it, because it joined after the last call "
+                             "ended or was cut off from the others while they agreed. Start "
+                             "every node within --last-call of the first MIN, check the network "
+                             "between this node and the seeds, or restart the job",
+                             event.view_size, sizes_text(config.min_nodes, config.max_nodes)));
+  }
   return Error(ErrorCode::not_admitted,
                fmt::format("this node was not admitted: the round closed with {} nodes "
                            "(--nnodes {}) without it, because more nodes were started with run "
