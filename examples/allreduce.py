@@ -25,12 +25,15 @@ def main() -> int:
     expected = world_size * (world_size + 1) // 2
     got = int(value.item())
     verdict = "OK" if got == expected else "WRONG"
-    print(
+    line = (
         f"rank {rank}/{world_size} (node {os.environ.get('NODE_RANK', '?')}, "
         f"local {os.environ.get('LOCAL_RANK', '?')}, {socket.gethostname()}): "
-        f"all_reduce sum {got} (expected {expected}) {verdict}",
-        flush=True,
+        f"all_reduce sum {got} (expected {expected}) {verdict}\n"
     )
+    # One write per line: the node's workers share its stdout, and print() under
+    # PYTHONUNBUFFERED writes the text and its newline separately, so two ranks' lines
+    # could run into one ("... OKrank 4/8 ...") and the demo would miscount them.
+    os.write(sys.stdout.fileno(), line.encode())
     dist.destroy_process_group()
     return 0 if got == expected else 1
 
