@@ -44,6 +44,13 @@ std::vector<std::string> pick(Prng& prng, const std::vector<std::string>& from, 
 
 }  // namespace
 
+/// Round 0's quorum base: the seed list; a node given no seed is its own seed, as a node
+/// whose only seed is itself (the first node of a job started from a library).
+QuorumBase base_of(const CoreConfig& config) {
+  if (config.seeds.empty() && !config.seed_only) return QuorumBase({config.self.endpoint});
+  return QuorumBase(config.seeds);
+}
+
 struct Core::Impl {
   explicit Impl(CoreConfig cfg)
       : config(std::move(cfg)),
@@ -51,10 +58,9 @@ struct Core::Impl {
         table(config.self.endpoint, config.pool),
         agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
                                   config.round, config.min_nodes, config.max_nodes,
-                                  as_time(config.last_call), QuorumBase(config.seeds),
-                                  table.pool_handle()}),
+                                  as_time(config.last_call), base_of(config), table.pool_handle()}),
         witness(config.self.endpoint, config.round) {
-    config.self.seeds_digest = QuorumBase(config.seeds).digest();
+    config.self.seeds_digest = base_of(config).digest();
     // A member listed among the seeds meets every other seed (see tick_join).
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
     seed_set = config.seeds;
