@@ -128,15 +128,15 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
   return static_cast<std::size_t>(it - members.begin());
 }
 
-bool Agreement::can_win_base(const View& view, const MemberTable& table) const {
+bool Agreement::can_win_base(const MemberList& members, const MemberTable& table) const {
   return config_.base.can_win(
-      *view.members, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
+      members, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
 }
 
 bool Agreement::valid(const View& view, const MemberTable& table, bool complete) const {
   // Outside the cache: a seed's first row (not a liveness change) can settle it, and it costs
   // a lookup per seed.
-  if (!can_win_base(view, table)) return false;
+  if (!can_win_base(*view.members, table)) return false;
   View::Validity& cache = complete ? view.complete_validity : view.hold_validity;
   // Adding a live row cannot make a view unfit to hold, only to be ready on: while tables
   // fill (N rows, one at a time) the hold check runs again only on deaths and restarts.
@@ -270,7 +270,7 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   if (!ready_ || !held_) return false;
   const View& held = views_.at(*held_);
   const auto& members = *held.members;
-  if (!can_win_base(held, table)) {
+  if (!can_win_base(*held.members, table)) {
     // Too few seeds are members of it or can still witness it: it can never commit (e.g. two
     // groups partitioned around two seeds, each ready on its own half).
     ready_ = false;
@@ -336,10 +336,9 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   }
   // A candidate that cannot win the quorum base (a group cut off from the seeds) is not
   // proposed: it could never commit, and holding it would only delay the group's return.
-  const bool wanted_has_me =
-      wanted && std::binary_search(wanted->begin(), wanted->end(), config_.self) &&
-      config_.base.can_win(
-          *wanted, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
+  const bool wanted_has_me = wanted &&
+                             std::binary_search(wanted->begin(), wanted->end(), config_.self) &&
+                             can_win_base(*wanted, table);
   std::optional<ViewId> target;
   if (wanted_has_me) {
     const ViewId best_id =
@@ -579,13 +578,8 @@ Agreement::BaseStatus Agreement::base_status() const {
   }
   const View& view = views_.at(*id);
   status.all_ready = bits::full(view.claim.ready, view.members->size());
-  for (const auto& endpoint : config_.base.endpoints()) {
-    if (QuorumBase({endpoint}).won(*view.members, view.claim.voted, view.claim.witnesses) == 1) {
-      ++status.won;
-    } else {
-      status.missing.push_back(endpoint);
-    }
-  }
+  status.missing = config_.base.missing(*view.members, view.claim.voted, view.claim.witnesses);
+  status.won = status.size - status.missing.size();
   return status;
 }
 

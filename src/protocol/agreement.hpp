@@ -101,6 +101,9 @@ class Agreement {
   /// not in the view), every claim carries its members.
   std::vector<ViewClaim> claims_to_send(const MemberKey* receiver = nullptr) const;
 
+  /// The round's quorum base (AgreementConfig::base).
+  const QuorumBase& base() const { return config_.base; }
+
   bool committed() const { return committed_.has_value(); }
   bool not_admitted() const { return not_admitted_; }
   /// Committed view's members' announcements that the table knows (all of them once the
@@ -161,7 +164,9 @@ class Agreement {
   ViewClaim full_claim(const View& view) const;
   void update_superseded(const View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
-  bool can_win_base(const View& view, const MemberTable& table) const;
+  /// Whether a view of `members` can still win the quorum base, given which base endpoints
+  /// the table knows as member processes.
+  bool can_win_base(const MemberList& members, const MemberTable& table) const;
   /// Sets our fenced bit on views with a member gone before we saw ready full (rule 5).
   bool fence(const MemberTable& table);
   bool decided(const View& view) const;

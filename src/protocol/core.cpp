@@ -60,7 +60,7 @@ struct Core::Impl {
                                   config.round, config.min_nodes, config.max_nodes,
                                   as_time(config.last_call), base_of(config), table.pool_handle()}),
         witness(config.self.endpoint, config.round) {
-    config.self.seeds_digest = base_of(config).digest();
+    config.self.seeds_digest = agreement.base().digest();
     // A member listed among the seeds meets every other seed (see tick_join).
     listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
     seed_set = config.seeds;
@@ -292,16 +292,10 @@ struct Core::Impl {
   }
   std::string seed_list_text() const {
     std::string text;
-    for (const auto& endpoint : agreement_base_endpoints()) {
+    for (const auto& endpoint : agreement.base().endpoints()) {
       text += (text.empty() ? "" : ", ") + endpoint;
     }
     return text.empty() ? "none" : text;
-  }
-  std::vector<std::string> agreement_base_endpoints() const {
-    std::vector<std::string> all = seed_set;
-    if (listed_seed) all.push_back(config.self.endpoint);
-    std::sort(all.begin(), all.end());
-    return all;
   }
 
   void learn(const std::vector<MemberRecord>& records, const std::string& via, Time now) {

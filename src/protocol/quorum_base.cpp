@@ -44,20 +44,33 @@ bool QuorumBase::contains(const std::string& endpoint) const {
   return std::binary_search(endpoints_.begin(), endpoints_.end(), endpoint);
 }
 
+bool QuorumBase::counts(const std::string& endpoint, const std::vector<MemberKey>& members,
+                        const bits::Bytes& voted, const std::vector<std::string>& witnesses) {
+  if (std::binary_search(witnesses.begin(), witnesses.end(), endpoint)) return true;
+  // A view holds at most one process per endpoint that can vote (a restarted one is a new
+  // member key), but an old process of a restarted seed may sit next to its new one.
+  for (auto it = first_at(members, endpoint); it != members.end() && it->endpoint == endpoint;
+       ++it) {
+    if (bits::get(voted, static_cast<std::size_t>(it - members.begin()))) return true;
+  }
+  return false;
+}
+
 std::size_t QuorumBase::won(const std::vector<MemberKey>& members, const bits::Bytes& voted,
                             const std::vector<std::string>& witnesses) const {
-  std::size_t count = 0;
+  return static_cast<std::size_t>(std::count_if(
+      endpoints_.begin(), endpoints_.end(),
+      [&](const std::string& endpoint) { return counts(endpoint, members, voted, witnesses); }));
+}
+
+std::vector<std::string> QuorumBase::missing(const std::vector<MemberKey>& members,
+                                             const bits::Bytes& voted,
+                                             const std::vector<std::string>& witnesses) const {
+  std::vector<std::string> left;
   for (const auto& endpoint : endpoints_) {
-    bool counted = std::binary_search(witnesses.begin(), witnesses.end(), endpoint);
-    // A view holds at most one process per endpoint that can vote (a restarted one is a new
-    // member key), but an old process of a restarted seed may sit next to its new one.
-    for (auto it = first_at(members, endpoint);
-         !counted && it != members.end() && it->endpoint == endpoint; ++it) {
-      counted = bits::get(voted, static_cast<std::size_t>(it - members.begin()));
-    }
-    if (counted) ++count;
+    if (!counts(endpoint, members, voted, witnesses)) left.push_back(endpoint);
   }
-  return count;
+  return left;
 }
 
 bool QuorumBase::reached(const std::vector<MemberKey>& members, const bits::Bytes& voted,

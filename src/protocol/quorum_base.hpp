@@ -32,6 +32,9 @@ class QuorumBase {
   /// or witnessed it (a dedicated seed at that endpoint is in `witnesses`).
   std::size_t won(const std::vector<MemberKey>& members, const bits::Bytes& voted,
                   const std::vector<std::string>& witnesses) const;
+  /// The base endpoints that neither voted nor witnessed (the rest of won()).
+  std::vector<std::string> missing(const std::vector<MemberKey>& members, const bits::Bytes& voted,
+                                   const std::vector<std::string>& witnesses) const;
   /// Whether won() is more than half of the base.
   bool reached(const std::vector<MemberKey>& members, const bits::Bytes& voted,
                const std::vector<std::string>& witnesses) const;
@@ -48,6 +51,10 @@ class QuorumBase {
                                   const std::vector<std::string>& witnesses) const;
 
  private:
+  /// Whether `endpoint` voted for the view (a member there, any generation) or witnessed it.
+  static bool counts(const std::string& endpoint, const std::vector<MemberKey>& members,
+                     const bits::Bytes& voted, const std::vector<std::string>& witnesses);
+
   std::vector<std::string> endpoints_;
   std::uint64_t digest_ = 0;
 };
