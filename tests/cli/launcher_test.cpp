@@ -181,6 +181,62 @@ TEST(LauncherTest, WorkerAndItsChildrenDieWhenTheAgentIsKilled) {
     ::kill(pid, SIGKILL);  // when it did, leave nothing behind
   }
   std::remove(path.c_str());
+  // An earlier launch() made this test process a subreaper: it adopted what the agent left
+  // (the watchdog, the killed sleep) and must reap them as the agent would have. Both end
+  // by themselves: the sleep was killed, the watchdog exits after its bounded kill loop.
+  while (::waitpid(-1, &status, 0) > 0) {
+  }
+}
+
+// What a worker starts in its process group (a data loader) does not outlive the job,
+// whether the worker fails, crashes or succeeds; `pid_file` gets the child's pid.
+pid_t leftover_child(const std::string& script_end, int expected_status,
+                     std::chrono::milliseconds grace = std::chrono::seconds(30)) {
+  const std::string path = temp_path("leftover");
+  Launcher launcher(grace);
+  EXPECT_EQ(launcher.launch({shell("sleep 60 & echo $! > '" + path + "'; " + script_end)}), 0);
+  EXPECT_EQ(launcher.wait(), expected_status);
+  const std::vector<pid_t> pids = read_pids(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(pids.size(), 1u);
+  return pids.empty() ? -1 : pids[0];
+}
+
+// The launcher reaped it (it became our child when the worker exited), so it is gone for
+// good, not a zombie: kill() finds no such process.
+void expect_reaped(pid_t pid) {
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(::kill(pid, 0), -1) << "process " << pid << " outlived its worker";
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(LauncherTest, FailedWorkersOwnChildIsStopped) {
+  expect_reaped(leftover_child("exit 3", 3));
+}
+
+TEST(LauncherTest, CrashedWorkersOwnChildIsStopped) {
+  expect_reaped(leftover_child("kill -SEGV $$", 128 + SIGSEGV));
+}
+
+TEST(LauncherTest, SucceededWorkersLeftoverChildIsStopped) {
+  expect_reaped(leftover_child("exit 0", 0));
+}
+
+TEST(LauncherTest, LeftoverChildIgnoringSigtermGetsSigkillAfterGrace) {
+  const std::string path = temp_path("stubborn");
+  Launcher launcher(std::chrono::milliseconds(200));
+  ASSERT_EQ(
+      // The worker exits only once its child ignores SIGTERM (it writes the file after its
+      // trap), so the SIGTERM cannot win a race with the trap.
+      launcher.launch({shell("sh -c 'trap \"\" TERM; echo $$ > " + path +
+                             "; exec sleep 60' & for i in $(seq 500); do [ -s '" + path +
+                             "' ] && exit 5; sleep 0.01; done; exit 6")}),
+      0);
+  EXPECT_EQ(launcher.wait(), 5);
+  const std::vector<pid_t> pids = read_pids(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(pids.size(), 1u);
+  expect_reaped(pids[0]);
 }
 
 // A normal end dismisses the watchdog and reaps it: no process of ours is left behind.

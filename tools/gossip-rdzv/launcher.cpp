@@ -196,10 +196,12 @@ Launcher::Launcher(std::chrono::milliseconds kill_grace) : kill_grace_(kill_grac
 
 Launcher::~Launcher() {
   for (auto& worker : workers_) {
-    if (worker.status) continue;
+    if (worker.group_empty) continue;
     ::kill(-worker.pid, SIGKILL);
     int status = 0;
-    ::waitpid(worker.pid, &status, 0);
+    if (!worker.status) ::waitpid(worker.pid, &status, 0);
+    while (::waitpid(-worker.pid, &status, 0) > 0) {
+    }
   }
   dismiss_watchdog();
 }
@@ -289,6 +291,10 @@ int Launcher::spawn(const WorkerSpec& spec, pid_t* pid) {
 }
 
 int Launcher::launch(const std::vector<WorkerSpec>& workers) {
+  // What a worker leaves behind when it exits (a data loader it started) becomes our child
+  // rather than init's, so reap() sees it and its process group id stays reserved until
+  // we have reaped it: signalling that group can then never reach an unrelated process.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (watchdog_fd_ < 0 && !workers.empty()) start_watchdog(workers.size());
   for (const auto& spec : workers) {
     pid_t pid = -1;
@@ -309,30 +315,51 @@ int Launcher::launch(const std::vector<WorkerSpec>& workers) {
 
 std::size_t Launcher::running() const {
   std::size_t count = 0;
-  for (const auto& worker : workers_) count += worker.status ? 0 : 1;
+  for (const auto& worker : workers_) count += worker.group_empty ? 0 : 1;
   return count;
 }
 
-bool Launcher::reap() {
-  bool any = false;
+void Launcher::record_exit(Worker& worker, int wait_status) {
+  worker.status = shell_status(wait_status);
+  if (*worker.status != 0 && !first_failure_) first_failure_ = *worker.status;
+}
+
+void Launcher::reap() {
   for (auto& worker : workers_) {
-    if (worker.status) continue;
+    if (worker.group_empty) continue;
     int status = 0;
-    pid_t done = ::waitpid(worker.pid, &status, WNOHANG);
-    if (done != worker.pid) continue;
-    worker.status = shell_status(status);
-    tell_watchdog(-worker.pid);  // its group may be gone, and its id given to another
-    any = true;
-    if (*worker.status != 0 && !first_failure_) first_failure_ = *worker.status;
+    // The worker itself, even if it left its group (setsid).
+    if (!worker.status && ::waitpid(worker.pid, &status, WNOHANG) == worker.pid) {
+      record_exit(worker, status);
+    }
+    // Then what is left of its group: processes it started that outlived it are ours now
+    // (PR_SET_CHILD_SUBREAPER in launch()).
+    while (true) {
+      const pid_t done = ::waitpid(-worker.pid, &status, WNOHANG);
+      if (done == worker.pid) record_exit(worker, status);
+      if (done > 0) continue;
+      if (done < 0 && errno == EINTR) continue;
+      // 0: some are still running. ECHILD: none of the group is our child any more.
+      if (done < 0 && worker.status) {
+        worker.group_empty = true;
+        tell_watchdog(-worker.pid);  // its id may be given to another process from now on
+      }
+      break;
+    }
   }
-  return any;
 }
 
 void Launcher::terminate_running(int signal) {
   for (const auto& worker : workers_) {
-    // The worker's process group carries its id (setpgid(0, 0) in spawn()).
-    if (!worker.status) ::kill(-worker.pid, signal);
+    // The worker's process group carries its id (setpgid(0, 0) in spawn()). Until reap()
+    // finds the group empty, an unreaped child of ours keeps that id reserved.
+    if (!worker.group_empty) ::kill(-worker.pid, signal);
   }
+}
+
+bool Launcher::only_leftovers() const {
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [](const Worker& worker) { return worker.status.has_value(); });
 }
 
 void Launcher::forward_signal(int signal) {
@@ -353,7 +380,9 @@ int Launcher::wait() {
   while (true) {
     reap();
     if (running() == 0) break;
-    if (first_failure_ && !kill_deadline_) forward_signal(SIGTERM);
+    // A failure stops the job; once every worker exited, what they left running is stopped
+    // too, so the job leaves nothing behind.
+    if ((first_failure_ || only_leftovers()) && !kill_deadline_) forward_signal(SIGTERM);
     kill_after_grace();
     timespec timeout{0, std::chrono::nanoseconds(kPollInterval).count()};
     int received = sigtimedwait(&signals, nullptr, &timeout);

@@ -47,9 +47,13 @@ class Launcher {
   /// Call launch() once per Launcher: the watchdog knows at most the first batch's size.
   int launch(const std::vector<WorkerSpec>& workers);
 
-  /// Waits for every worker. Returns 0 when all exit 0, else the status of the first to
-  /// fail: its exit code, or 128+N when killed by signal N. When one fails the others get
-  /// SIGTERM, then SIGKILL after the grace. SIGINT and SIGTERM received meanwhile are
+  /// Waits for every worker and for what each started in its process group. Returns 0
+  /// when all workers exit 0, else the status of the first to fail: its exit code, or
+  /// 128+N when killed by signal N. When one fails, every worker's process group (the failed
+  /// one's included: its data loaders) gets SIGTERM, then SIGKILL after the grace. Once
+  /// every worker has exited, processes they left running in their groups get the same.
+  /// Launching makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), so orphans of
+  /// the workers are reaped here. SIGINT and SIGTERM received meanwhile are
   /// forwarded (they are blocked in the calling thread while it waits; a multi-threaded
   /// program must block them in every thread, see main.cpp).
   int wait();
@@ -74,6 +78,7 @@ class Launcher {
   struct Worker {
     pid_t pid = -1;
     std::optional<int> status;
+    bool group_empty = false;  ///< it exited and nothing of its process group is left
   };
   using Clock = std::chrono::steady_clock;
 
@@ -81,7 +86,9 @@ class Launcher {
   void start_watchdog(std::size_t capacity);
   void tell_watchdog(pid_t message);
   void dismiss_watchdog();
-  bool reap();
+  void reap();
+  void record_exit(Worker& worker, int wait_status);
+  bool only_leftovers() const;
   void terminate_running(int signal);
   void kill_after_grace();
   std::size_t running() const;
