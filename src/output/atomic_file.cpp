@@ -67,6 +67,57 @@ void write_temp(const Context& ctx, const std::string& tmp, std::string_view con
   }
 }
 
+[[noreturn]] void refuse(const Context& ctx, const std::string& why) {
+  throw Error(ErrorCode::io_error, "cannot write " + std::string(ctx.what) + " '" + ctx.path +
+                                       "': " + why + "; give " + std::string(ctx.option) +
+                                       " the path of a regular file (or of one to create)");
+}
+
+std::string kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
+}
+
+// The file to replace: `path`, or the regular file a symbolic link at `path` leads to.
+fs::path output_target(const Context& ctx) {
+  const fs::path path(ctx.path);
+  if (ctx.path.empty() || !path.has_filename()) fail(ctx, "not a file name", EINVAL);
+  std::error_code ec;
+  const fs::file_status own = fs::symlink_status(path, ec);
+  // Missing, or a parent that is no directory: creating the parents reports the latter.
+  if (ec && (ec.value() == ENOENT || ec.value() == ENOTDIR)) return path;
+  if (ec) fail(ctx, "looking at it", ec.value());
+  if (own.type() == fs::file_type::not_found) return path;
+  if (own.type() == fs::file_type::regular) return path;
+  if (own.type() != fs::file_type::symlink) refuse(ctx, "it is " + kind_of(own.type()));
+  const fs::path target = fs::canonical(path, ec);
+  if (ec) refuse(ctx, "it is a symbolic link that leads nowhere (" + ec.message() + ")");
+  const fs::file_type type = fs::status(target, ec).type();
+  if (type != fs::file_type::regular) {
+    refuse(ctx, "it is a symbolic link to '" + target.string() + "', which is " + kind_of(type));
+  }
+  return target;
+}
+
+void create_parent(const Context& ctx, const fs::path& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(ctx, "creating directory '" + dir.string() + "'", ec.value());
+}
+
 // Makes the rename itself durable; a failure here loses nothing already visible, so it is
 // ignored (some file systems refuse to fsync directories).
 void sync_directory(const fs::path& dir) {
@@ -81,22 +132,26 @@ void sync_directory(const fs::path& dir) {
 void write_file_atomically(const std::string& path, std::string_view contents,
                            std::string_view what, std::string_view option) {
   const Context ctx{path, what, option};
-  const fs::path target(path);
-  if (path.empty() || !target.has_filename()) fail(ctx, "not a file name", EINVAL);
+  const fs::path target = output_target(ctx);
   const fs::path dir = target.parent_path();
-  if (!dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) fail(ctx, "creating directory '" + dir.string() + "'", ec.value());
-  }
+  create_parent(ctx, dir);
   const std::string tmp = temp_name(target);
   write_temp(ctx, tmp, contents);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
     fail(ctx, "renaming the temporary file into place", err);
   }
   sync_directory(dir);
+}
+
+void check_output_path(const std::string& path, std::string_view what, std::string_view option) {
+  const Context ctx{path, what, option};
+  const fs::path dir = output_target(ctx).parent_path();
+  create_parent(ctx, dir);
+  if (::access(dir.empty() ? "." : dir.c_str(), W_OK | X_OK) != 0) {
+    fail(ctx, "checking that its directory is writable", errno);
+  }
 }
 
 }  // namespace gossip_rdzv::output

@@ -1,11 +1,13 @@
 #include "output/atomic_file.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -95,6 +97,79 @@ TEST_F(AtomicFile, ReadersNeverSeeHalfAFile) {
   writer.join();
   EXPECT_EQ(torn, 0) << "of " << reads << " reads";
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+// The message names the path, what it is and the option to change.
+void expect_refused(const std::function<void()>& write, const std::string& what_it_is) {
+  try {
+    write();
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io_error);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(what_it_is), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--env-file"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(AtomicFile, FifoIsRefusedAndLeftInPlace) {
+  fs::create_directories(dir_);
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused([&] { write_file_atomically(fifo.string(), "x", "env file", "--env-file"); },
+                 "a FIFO");
+  expect_refused([&] { check_output_path(fifo.string(), "env file", "--env-file"); }, "a FIFO");
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+// Checked without writing, so the device itself is never at risk here.
+TEST_F(AtomicFile, DeviceAndDirectoryAreRefusedBeforeAnyWrite) {
+  expect_refused([] { check_output_path("/dev/full", "env file", "--env-file"); },
+                 "a character device");
+  fs::create_directories(dir_);
+  expect_refused([&] { check_output_path(dir_.string(), "env file", "--env-file"); },
+                 "a directory");
+}
+
+TEST_F(AtomicFile, SymlinkIsFollowedToItsRegularFile) {
+  fs::create_directories(dir_ / "real");
+  const fs::path file = dir_ / "real" / "node.env";
+  std::ofstream(file) << "old";
+  const fs::path link = dir_ / "link.env";
+  fs::create_symlink(fs::path("real") / "node.env", link);
+  check_output_path(link.string(), "env file", "--env-file");
+  write_file_atomically(link.string(), "new", "env file", "--env-file");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(file), "new");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "real"), fs::directory_iterator{}), 1);
+}
+
+TEST_F(AtomicFile, DanglingSymlinkOrLinkToAFifoIsRefused) {
+  fs::create_directories(dir_);
+  const fs::path dangling = dir_ / "dangling.env";
+  fs::create_symlink(dir_ / "missing" / "x.env", dangling);
+  expect_refused([&] { write_file_atomically(dangling.string(), "x", "env file", "--env-file"); },
+                 "leads nowhere");
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path to_fifo = dir_ / "to_fifo.env";
+  fs::create_symlink(fifo, to_fifo);
+  expect_refused([&] { write_file_atomically(to_fifo.string(), "x", "env file", "--env-file"); },
+                 "which is a FIFO");
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+}
+
+TEST_F(AtomicFile, CheckCreatesTheDirectoryButNoFile) {
+  const fs::path p = dir_ / "a" / "b" / "node.env";
+  check_output_path(p.string(), "env file", "--env-file");
+  EXPECT_TRUE(fs::is_directory(p.parent_path()));
+  EXPECT_FALSE(fs::exists(p));
+  std::ofstream(dir_ / "plain") << "x";
+  expect_refused(
+      [&] { check_output_path((dir_ / "plain" / "f.env").string(), "env file", "--env-file"); },
+      "creating directory");
 }
 
 }  // namespace
