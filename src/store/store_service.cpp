@@ -19,6 +19,14 @@ std::string seconds_text(std::uint64_t milliseconds) {
   return std::to_string(milliseconds) + " ms";
 }
 
+// What a request waiting for the view holds in memory, counted against max_waiting_bytes.
+std::size_t held_bytes(const StoreRequest& request) {
+  std::size_t bytes = request.reply_to.size() + request.run_id.size();
+  for (const auto& key : request.keys) bytes += key.size();
+  for (const auto& value : request.values) bytes += value.size();
+  return bytes;
+}
+
 }  // namespace
 
 StoreService::StoreService(ServiceOptions options) : options_(std::move(options)) {}
@@ -30,15 +38,24 @@ void StoreService::on_committed(Time now, const Assignment& assignment) {
   homes_.emplace(std::move(endpoints));
   auto waiting = std::move(waiting_for_view_);
   waiting_for_view_.clear();
+  waiting_bytes_ = 0;
   for (auto& [arrival, request] : waiting) {
     // The time already spent waiting counts against the request's own timeout.
     if (request.timeout_ms != 0) {
       const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(now - arrival);
       request.timeout_ms -= std::min<std::uint64_t>(request.timeout_ms - 1, spent.count());
     }
-    dispatch(now, request);
+    release(now, request);
   }
   drain_state();
+}
+
+void StoreService::release(Time now, const StoreRequest& request) {
+  if (request.at_home) {
+    serve_as_home(now, request);
+  } else {
+    dispatch(now, request);
+  }
 }
 
 void StoreService::on_bytes(Time now, const std::uint8_t* data, std::size_t size) {
@@ -76,28 +93,50 @@ void StoreService::handle_request(Time now, StoreRequest request) {
   }
   if (request.at_home) {
     dead_homes_.erase(request.reply_to);  // an agent that sends us parts is alive
-    serve_as_home(now, request);
-    return;
-  }
-  if (request.op == Op::ping) {
+  } else if (request.op == Op::ping) {
     respond(request.reply_to, answer_to(request));
     return;
+  } else if (request.op != Op::stats) {
+    ++stats_.client_requests;
   }
-  if (request.op != Op::stats) ++stats_.client_requests;
   if (homes_) {
-    dispatch(now, request);
+    release(now, request);
     return;
   }
-  if (waiting_for_view_.size() >= options_.max_waiting_for_view) {
+  // Before the view nothing is applied, not even a part addressed to us as its home: its
+  // round can only be checked against a view (the sender may have committed first, or be a
+  // stranger), so it waits like a client's request.
+  hold_until_view(now, std::move(request));
+}
+
+void StoreService::hold_until_view(Time now, StoreRequest request) {
+  const std::size_t bytes = held_bytes(request);
+  if (waiting_for_view_.size() >= options_.max_waiting_for_view ||
+      waiting_bytes_ + bytes > options_.max_waiting_bytes) {
     refuse(request, Status::not_ready,
-           "this node has not agreed on a view yet and holds too many waiting requests");
+           "this node has not agreed on a view yet and already holds " +
+               std::to_string(waiting_for_view_.size()) + " waiting requests (" +
+               std::to_string(waiting_bytes_) + " bytes; at most " +
+               std::to_string(options_.max_waiting_for_view) + " and " +
+               std::to_string(options_.max_waiting_bytes) +
+               " bytes): retry once every node has joined (see `gossip-rdzv members`)");
     return;
   }
+  waiting_bytes_ += bytes;
   waiting_for_view_.emplace_back(now, std::move(request));
 }
 
 void StoreService::serve_as_home(Time now, const StoreRequest& request) {
-  if (assignment_ && request.round != assignment_->round) {
+  // Parts come from the agents of the view, which answer at their gossip endpoint.
+  const auto& members = homes_->members();
+  if (!std::binary_search(members.begin(), members.end(), request.reply_to)) {
+    refuse(request, Status::refused,
+           "the request claims to be a part for its home, but " + request.reply_to +
+               " is no member of the agreed view of " + options_.self_endpoint +
+               ": only the job's own agents forward requests");
+    return;
+  }
+  if (request.round != assignment_->round) {
     refuse(request, Status::refused,
            "the request is for round " + std::to_string(request.round) + " but " +
                options_.self_endpoint + " is in round " + std::to_string(assignment_->round) +
@@ -408,6 +447,7 @@ void StoreService::expire_waiting_for_view(Time now) {
            "this node has not agreed on a view within the request's timeout (" +
                seconds_text(request.timeout_ms) +
                "): the store works once every node has joined (see `gossip-rdzv members`)");
+    waiting_bytes_ -= held_bytes(request);
     waiting_for_view_.pop_front();
   }
   // Expired entries behind a longer-lived one are rare (timeouts usually equal); sweep them.
@@ -417,6 +457,7 @@ void StoreService::expire_waiting_for_view(Time now) {
     refuse(request, Status::not_ready,
            "this node has not agreed on a view within the request's timeout (" +
                seconds_text(request.timeout_ms) + ")");
+    waiting_bytes_ -= held_bytes(request);
     return true;
   });
 }
@@ -469,6 +510,9 @@ bool StoreService::invariants() const {
     }
     if (call.deadline && !call_deadlines_.count({*call.deadline, call_id})) return false;
   }
+  std::size_t held = 0;
+  for (const auto& [arrival, request] : waiting_for_view_) held += held_bytes(request);
+  if (held != waiting_bytes_ || (homes_ && !waiting_for_view_.empty())) return false;
   return call_deadlines_.size() <= calls_.size() && state_.invariants();
 }
 

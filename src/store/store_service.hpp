@@ -33,9 +33,12 @@ struct ServiceOptions {
   /// How much longer than a request's own timeout the agent waits for a home before it
   /// reports the home as unavailable (covers the home's own timeout answer in flight).
   Time home_grace = std::chrono::seconds(2);
-  /// Requests that arrive before the view is agreed wait for it at most their own timeout,
-  /// and never more than this many are held.
+  /// Requests that arrive before the view is agreed (from workers, or parts from agents
+  /// that committed first) wait for it at most their own timeout, and never more than this
+  /// many, holding at most max_waiting_bytes of keys and values together; beyond either the
+  /// request is refused with Status::not_ready.
   std::size_t max_waiting_for_view = 100000;
+  std::size_t max_waiting_bytes = std::size_t{64} << 20;
 };
 
 struct Outgoing {
@@ -129,6 +132,9 @@ class StoreService {
   void answer_locally(std::uint64_t part_id, Reply reply);
   Reply dead_home_reply(const Part& part) const;
   void expire_waiting_for_view(Time now);
+  void hold_until_view(Time now, StoreRequest request);
+  /// Runs a request that waited for the view: a part at its home, or a client's request.
+  void release(Time now, const StoreRequest& request);
   Request to_state_request(Time now, const StoreRequest& request) const;
 
   ServiceOptions options_;
@@ -141,7 +147,8 @@ class StoreService {
   std::unordered_map<StoreState::Ticket, Origin> origins_;
   std::set<std::pair<Time, std::uint64_t>> call_deadlines_;
   std::deque<std::pair<Time, StoreRequest>> waiting_for_view_;  ///< (arrival, request)
-  std::deque<std::pair<std::uint64_t, Reply>> local_answers_;   ///< (part id, reply)
+  std::size_t waiting_bytes_ = 0;  ///< keys and values held in waiting_for_view_
+  std::deque<std::pair<std::uint64_t, Reply>> local_answers_;  ///< (part id, reply)
   std::set<std::string> dead_homes_;  ///< declared dead and not heard from since
   std::deque<Outgoing> outgoing_;
   std::deque<std::string> warnings_;
