@@ -9,7 +9,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "gossip_rdzv/error.hpp"
-#include "output/interface.hpp"
+#include "transport/interface.hpp"
 #include "transport/socket_address.hpp"
 #include "transport/tcp_probe.hpp"
 
@@ -101,7 +101,7 @@ std::string choose_advertise_host(const Config& config, const std::vector<SeedAd
   if (!config.advertise_host.empty()) return config.advertise_host;
   if (!is_wildcard(config.listen_host)) {
     // ZeroMQ also binds to an interface name ("eth0"); peers need its address instead.
-    if (auto address = output::address_of_interface(config.listen_host, false)) return *address;
+    if (auto address = transport::address_of_interface(config.listen_host, false)) return *address;
     return config.listen_host;
   }
   const char* fallback_target = is_ipv6(config.listen_host) ? "2001:db8::1" : "192.0.2.1";

@@ -14,7 +14,6 @@
 #include <random>
 
 #include "gossip_rdzv/error.hpp"
-#include "gossip_rdzv/node.hpp"
 #include "protocol/endpoint.hpp"
 #include "store/store_codec.hpp"
 #include "transport/zmq_transport.hpp"
@@ -243,16 +242,6 @@ Store::Store(StoreOptions options) : impl_(std::make_unique<Impl>()) {
   }
   impl_->agent_host = parsed->host;
   impl_->options = std::move(options);
-}
-
-Store::Store(const Node& node, milliseconds timeout) : impl_(std::make_unique<Impl>()) {
-  const auto assignment = node.try_assignment();
-  if (!assignment) {
-    throw StoreError(StoreErrorCode::usage,
-                     "Store(node) needs a node that has committed its assignment: call "
-                     "node.wait() first");
-  }
-  *this = Store(StoreOptions{node.endpoint(), assignment->run_id, timeout});
 }
 
 Store Store::from_env() {

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "gossip_rdzv/error.hpp"
-#include "output/interface.hpp"
+#include "transport/interface.hpp"
 #include "transport/port_holder.hpp"
 
 namespace gossip_rdzv::transport {
@@ -49,13 +49,13 @@ Error listen_error(const std::string& host, std::uint16_t port, const zmq::error
       return Error(ErrorCode::listen_failed,
                    prefix + "address " + host +
                        " is not an address of this machine; use --listen :PORT or one of: " +
-                       joined(output::local_addresses()));
+                       joined(local_addresses()));
     case ENODEV:
       return Error(ErrorCode::listen_failed,
                    prefix + "'" + host +
                        "' is neither an address nor an interface of this machine; use "
                        "--listen :PORT or one of: " +
-                       joined(output::local_addresses()));
+                       joined(local_addresses()));
     case EACCES:
       return Error(ErrorCode::listen_failed,
                    prefix +

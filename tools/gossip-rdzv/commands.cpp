@@ -16,9 +16,9 @@
 #include "launcher.hpp"
 #include "members_format.hpp"
 #include "output/atomic_file.hpp"
-#include "output/interface.hpp"
 #include "output/membership_json.hpp"
 #include "progress.hpp"
+#include "transport/interface.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -87,7 +87,7 @@ Assignment wait_with_progress(Node& node, const CliOptions& options) {
 }
 
 std::optional<std::string> socket_ifname(const Assignment& assignment) {
-  return output::interface_for_address(assignment.me().host);
+  return transport::interface_for_address(assignment.me().host);
 }
 
 // --serve-store: processes started from the env output reach the store through this agent,

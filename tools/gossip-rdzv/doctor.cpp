@@ -14,10 +14,10 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "gossip_rdzv/node.hpp"
-#include "output/interface.hpp"
 #include "output/membership_json.hpp"
 #include "protocol/endpoint.hpp"
 #include "transport/file_descriptor.hpp"
+#include "transport/interface.hpp"
 #include "transport/socket_address.hpp"
 
 namespace gossip_rdzv::cli {
@@ -364,8 +364,9 @@ DoctorItem check_route(const SeedCheck& seed, const DoctorOptions& options, Doct
                         interface_text(route->ifname) + " from " + route->source;
   const bool listen_fixed = !is_wildcard(options.listen_host);
   report.advertise = listen_fixed ? options.listen_host : route->source;
-  report.gloo_socket_ifname =
-      listen_fixed ? output::interface_for_address(report.advertise).value_or("") : route->ifname;
+  report.gloo_socket_ifname = listen_fixed
+                                  ? transport::interface_for_address(report.advertise).value_or("")
+                                  : route->ifname;
   // As join does (node.cpp): a seed *name* that maps to loopback here (Debian's 127.0.1.1
   // for the host name) must not make this node advertise loopback to the others.
   if (!listen_fixed && is_loopback(route->source) && !is_loopback(seed.given.host) &&
@@ -565,7 +566,7 @@ std::optional<DoctorProbe::Route> SystemProbe::route_to(const std::string& ip) {
   Route route;
   route.source = numeric_host(local.get(), local.length);
   if (route.source.empty()) return std::nullopt;
-  route.ifname = output::interface_for_address(route.source).value_or("");
+  route.ifname = transport::interface_for_address(route.source).value_or("");
   return route;
 }
 

@@ -1,4 +1,4 @@
-#include "output/interface.hpp"
+#include "transport/interface.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -10,7 +10,7 @@
 #include <memory>
 #include <set>
 
-namespace gossip_rdzv::output {
+namespace gossip_rdzv::transport {
 namespace {
 
 struct ParsedAddress {
@@ -124,4 +124,4 @@ std::vector<std::string> local_addresses() {
   return out;
 }
 
-}  // namespace gossip_rdzv::output
+}  // namespace gossip_rdzv::transport

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace gossip_rdzv::output {
+namespace gossip_rdzv::transport {
 
 /// The name of the local interface holding the IPv4 or IPv6 address `ip` ("lo" for
 /// 127.0.0.1, "eth0", ...). `ip` may be bracketed ("[::1]") and may carry a zone
@@ -29,4 +29,4 @@ std::optional<std::string> address_of_interface(const std::string& name, bool ip
 /// Empty when the table cannot be read.
 std::vector<std::string> local_addresses();
 
-}  // namespace gossip_rdzv::output
+}  // namespace gossip_rdzv::transport
