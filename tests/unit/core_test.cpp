@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "mini_net.hpp"
@@ -652,11 +653,13 @@ std::vector<UnreachableReported> reports_to(MiniNet& net, const std::string& nam
   return reports;
 }
 
-const UnreachablePeer* unreachable_in(const Snapshot& snapshot, const std::string& endpoint) {
+// A copy: snapshot() returns a temporary, so a pointer into it would dangle.
+std::optional<UnreachablePeer> unreachable_in(const Snapshot& snapshot,
+                                              const std::string& endpoint) {
   for (const auto& peer : snapshot.unreachable) {
-    if (peer.endpoint == endpoint) return &peer;
+    if (peer.endpoint == endpoint) return peer;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 TEST(Core, HealthyRunReportsNothingUnreachable) {
@@ -684,11 +687,11 @@ TEST(Core, NodeThatDropsInboundTrafficIsToldByTheSeedItCanSendTo) {
   EXPECT_FALSE(net.node(4)->joined());  // the JoinReply never reached it
   // The seed knows whom it told; the others, who only probed it, name it too.
   net.run([&] {
-    return unreachable_in(net.node(2)->snapshot(), bad) &&
-           unreachable_in(net.node(3)->snapshot(), bad);
+    return unreachable_in(net.node(2)->snapshot(), bad).has_value() &&
+           unreachable_in(net.node(3)->snapshot(), bad).has_value();
   });
-  const auto* seen_by_seed = unreachable_in(net.node(1)->snapshot(), bad);
-  ASSERT_NE(seen_by_seed, nullptr);
+  const auto seen_by_seed = unreachable_in(net.node(1)->snapshot(), bad);
+  ASSERT_TRUE(seen_by_seed);
   EXPECT_TRUE(seen_by_seed->told);
   EXPECT_TRUE(seen_by_seed->heard_meanwhile);  // its joins kept coming: it runs
   const auto* told = net.find_event<PeerUnreachable>(1);
@@ -697,8 +700,8 @@ TEST(Core, NodeThatDropsInboundTrafficIsToldByTheSeedItCanSendTo) {
   EXPECT_GE(told->unanswered, UnreachablePeer::kReportAfter);
   EXPECT_GE(seen_by_seed->unanswered, UnreachablePeer::kReportAfter);
   // Node 2 never hears from 4: to it, 4 could as well have crashed, and it says no more.
-  const auto* seen_by_other = unreachable_in(net.node(2)->snapshot(), bad);
-  ASSERT_NE(seen_by_other, nullptr);
+  const auto seen_by_other = unreachable_in(net.node(2)->snapshot(), bad);
+  ASSERT_TRUE(seen_by_other);
   EXPECT_FALSE(seen_by_other->heard_meanwhile);
   EXPECT_FALSE(seen_by_other->told);
   EXPECT_FALSE(net.committed(1));
@@ -717,8 +720,8 @@ TEST(Core, NodeAdvertisingLoopbackIsToldAndItsOwnEchoIsNoAnswer) {
   EXPECT_EQ(reports_to(net, bad).front().tried_endpoint, bad);
   EXPECT_EQ(reports_to(net, bad).front().reporter, MiniNet::endpoint(1));
   // Pings to 127.0.0.1 came back to their senders, who did not take them for acks.
-  net.run([&] { return unreachable_in(net.node(2)->snapshot(), bad) != nullptr; });
-  EXPECT_NE(unreachable_in(net.node(2)->snapshot(), bad), nullptr);
+  net.run([&] { return unreachable_in(net.node(2)->snapshot(), bad).has_value(); });
+  EXPECT_TRUE(unreachable_in(net.node(2)->snapshot(), bad));
   EXPECT_FALSE(net.committed(1));
 }
 
