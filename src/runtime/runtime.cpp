@@ -24,10 +24,8 @@ constexpr std::chrono::milliseconds kMaxIdleWait{100};
 // Messages handled per step before the core gets a tick: bounds how long a flood can starve
 // the timers (probes, suspicion) that keep the view honest.
 constexpr std::size_t kMaxMessagesPerStep = 64;
-// One warning per sender per period about messages we cannot decode; the rest go to debug.
-constexpr Time kDecodeWarningPeriod = std::chrono::seconds(10);
-// Past this many distinct senders the warning memory is forgotten, so a flood of spoofed
-// senders cannot grow it without bound.
+// Peers whose reachability notices are kept: a flood of spoofed reporters cannot grow the
+// list without bound.
 constexpr std::size_t kMaxWarnedSenders = 4096;
 
 spdlog::level::level_enum level_from_environment() {
@@ -280,18 +278,19 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
 }
 
 void Runtime::warn_undecodable(Time now, const protocol::DecodeError& error) {
-  const std::string sender = error.header ? error.header->sender : std::string();
-  if (last_decode_warning_.size() >= kMaxWarnedSenders) last_decode_warning_.clear();
-  const auto previous = last_decode_warning_.find(sender);
-  if (previous != last_decode_warning_.end() && now - previous->second < kDecodeWarningPeriod) {
+  const LogLimiter::Decision decision = decode_warnings_.allow(now);
+  if (decision.suppressed_before > 0) {
+    log_->warn("{} more messages that are not valid gossip-rdzv were ignored without a log line",
+               decision.suppressed_before);
+  }
+  if (!decision.log) {
     log_->debug("ignored a message: {}", protocol::describe(error));
     return;
   }
-  last_decode_warning_[sender] = now;
-  log_->warn(
-      "ignored a message that is not valid gossip-rdzv (more from this sender are "
-      "logged at debug level for 10 s): {}",
-      protocol::describe(error));
+  log_->warn("ignored a message that is not valid gossip-rdzv (at most {} such lines per {} s): {}",
+             kDecodeWarningBurst,
+             std::chrono::duration_cast<std::chrono::seconds>(kDecodeWarningPeriod).count(),
+             protocol::describe(error));
 }
 
 void Runtime::apply_event(const protocol::Event& event) {

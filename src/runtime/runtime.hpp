@@ -13,7 +13,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -21,6 +20,7 @@
 #include "gossip_rdzv/assignment.hpp"
 #include "protocol/codec.hpp"
 #include "protocol/core.hpp"
+#include "runtime/log_limiter.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv::runtime {
@@ -140,8 +140,11 @@ class Runtime {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::function<void(const protocol::Outgoing&)> send_observer_;  ///< loop thread only
-  /// Last warning about an undecodable message, per sender ("" when unknown).
-  std::unordered_map<std::string, protocol::Time> last_decode_warning_;
+  /// Warnings about undecodable messages: at most kDecodeWarningBurst lines per
+  /// kDecodeWarningPeriod, whoever they claim to be from; the rest go to debug.
+  static constexpr std::size_t kDecodeWarningBurst = 5;
+  static constexpr protocol::Time kDecodeWarningPeriod = std::chrono::seconds(10);
+  LogLimiter decode_warnings_{kDecodeWarningBurst, kDecodeWarningPeriod};
 };
 
 /// `text` with control characters and non-ASCII bytes written as \xNN, for strings that came
