@@ -79,10 +79,7 @@ std::string reachability_advice(const std::string& endpoint) {
       parsed->port);
 }
 
-std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> instance = make_logger();
-  return instance;
-}
+std::shared_ptr<spdlog::logger> logger() { return make_logger(); }
 
 Runtime::Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport,
                  std::unique_ptr<Sidecar> sidecar)

@@ -158,7 +158,8 @@ std::string reachability_advice(const std::string& endpoint);
 
 /// The library's logger ("gossip_rdzv", to stderr). Its level comes from the environment
 /// variable GOSSIP_RDZV_LOG (trace, debug, info, warn, error; default info); a program may
-/// replace it by registering its own logger of that name before first use.
+/// replace it by registering its own logger of that name: each Runtime and Node takes the
+/// one registered when it is created.
 std::shared_ptr<spdlog::logger> logger();
 
 }  // namespace gossip_rdzv::runtime
