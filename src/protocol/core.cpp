@@ -1152,7 +1152,7 @@ Time Core::next_wakeup() const {
 bool Core::joined() const {
   return impl_->joined;
 }
-bool Core::committed() const {
+bool Core::commit_reported() const {
   return impl_->commit_reported;
 }
 bool Core::done() const {
@@ -1166,7 +1166,7 @@ Snapshot Core::snapshot() const {
   const Impl& s = *impl_;
   Snapshot snap;
   snap.joined = s.joined;
-  snap.committed = s.commit_reported;
+  snap.commit_reported = s.commit_reported;
   snap.done = s.done;
   for (const auto& row : s.table.rows()) {
     snap.members.push_back(
