@@ -31,17 +31,18 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core.hpp"
 #include "intern_pool.hpp"
 #include "member_table.hpp"
 #include "messages.hpp"
 #include "prng.hpp"
 #include "quorum_base.hpp"
+#include "time.hpp"
 
 namespace gossip_rdzv::protocol {
 
@@ -104,6 +105,9 @@ class Agreement {
   /// The round's quorum base (AgreementConfig::base).
   const QuorumBase& base() const { return config_.base; }
 
+  /// This node knows the round's outcome, a view it is a member of (its committed bit is
+  /// set). The core reports it (Core::commit_reported()) once it also knows every member's
+  /// announcement.
   bool committed() const { return committed_.has_value(); }
   bool not_admitted() const { return not_admitted_; }
   /// Committed view's members' announcements that the table knows (all of them once the

@@ -22,13 +22,12 @@
 #include "gossip_rdzv/config.hpp"
 #include "gossip_rdzv/error.hpp"
 #include "messages.hpp"
+#include "quorum_base.hpp"
+#include "time.hpp"
 
 namespace gossip_rdzv::protocol {
 
 class InternPool;
-
-/// Time since an arbitrary origin chosen by the caller (the simulator starts at zero).
-using Time = std::chrono::microseconds;
 
 struct CoreConfig {
   Announcement self;  ///< endpoint, ids, host, nproc, hint, master port, sizes
@@ -131,18 +130,9 @@ struct UnreachablePeer {
   /// The count at which a peer that is heard meanwhile is told, and reported as unreachable.
   static constexpr std::uint32_t kReportAfter = 3;
 };
-/// How the view a node holds stands with the round's quorum base, the seed list
-/// (docs/protocol.md, "Quorum base"): a view whose members are all ready may still wait for
-/// a majority of the seeds to vote (member seeds) or witness it (dedicated seeds).
-struct SeedQuorum {
-  std::size_t won = 0;               ///< seed endpoints that voted or witnessed
-  std::size_t size = 0;              ///< seed endpoints in the list (0: no base condition)
-  std::vector<std::string> missing;  ///< seed endpoints that did not (yet)
-  bool all_ready = false;            ///< every member of the held view is ready on it
-};
 struct Snapshot {
   bool joined = false;
-  bool committed = false;
+  bool commit_reported = false;  ///< Core::commit_reported()
   bool done = false;
   std::vector<MemberView> members;           ///< including self (unless seed_only)
   std::optional<ViewClaim> held;             ///< the view this node holds, if any
@@ -169,7 +159,10 @@ class Core {
   Time next_wakeup() const;
 
   bool joined() const;
-  bool committed() const;
+  /// The round's outcome went out as an event: Committed (or Fatal when no rank assignment
+  /// exists). It follows Agreement::committed() (this node knows the view it is a member of
+  /// is decided) once the table holds every member's announcement, which ranks need.
+  bool commit_reported() const;
   /// Committed and every member known to have committed, or the commit grace ran out.
   bool done() const;
   Snapshot snapshot() const;

@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "core.hpp"
 #include "intern_pool.hpp"
 #include "messages.hpp"
 #include "prng.hpp"
+#include "time.hpp"
 
 namespace gossip_rdzv::protocol {
 

@@ -59,6 +59,16 @@ class QuorumBase {
   std::uint64_t digest_ = 0;
 };
 
+/// How the view a node holds stands with the round's quorum base, the seed list
+/// (docs/protocol.md, "Quorum base"): a view whose members are all ready may still wait for
+/// a majority of the seeds to vote (member seeds) or witness it (dedicated seeds).
+struct SeedQuorum {
+  std::size_t won = 0;               ///< seed endpoints that voted or witnessed
+  std::size_t size = 0;              ///< seed endpoints in the list (0: no base condition)
+  std::vector<std::string> missing;  ///< seed endpoints that did not (yet)
+  bool all_ready = false;            ///< every member of the held view is ready on it
+};
+
 /// Unions `other` into `into` (both sorted and unique: the codec checks a claim's witnesses);
 /// true if `into` grew.
 bool merge_witnesses(std::vector<std::string>& into, const std::vector<std::string>& other);

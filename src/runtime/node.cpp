@@ -425,7 +425,7 @@ Progress Node::progress() const {
   if (!impl_->runtime) return progress;
   const protocol::Snapshot snapshot = impl_->runtime->snapshot();
   progress.joined = snapshot.joined;
-  progress.committed = snapshot.committed;
+  progress.committed = snapshot.commit_reported;
   progress.members = progress_rows(snapshot, impl_->runtime->now());
   progress.endpoint = impl_->endpoint;
   for (auto& row : progress.members) {

@@ -440,7 +440,7 @@ struct Simulator::Impl {
       slot.steps_since_check = 0;
       slot.core->check_invariants();
     }
-    if (slot.has_outcome && (slot.core->done() || !slot.core->committed())) {
+    if (slot.has_outcome && (slot.core->done() || !slot.core->commit_reported())) {
       // A committed node exits once everyone knows the outcome (or its grace ran out), a
       // node not admitted exits at once: what `gossip-rdzv join` does.
       stop_process(index, false);

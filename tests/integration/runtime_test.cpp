@@ -101,7 +101,7 @@ TEST(Runtime, SingleNodeCommitsAndPublishesTheOutcome) {
   EXPECT_TRUE(state.joined);
   EXPECT_EQ(state.assignment->nnodes(), 1u);
   EXPECT_EQ(state.assignment->master_port, 29500);
-  EXPECT_TRUE(runtime->snapshot().committed);
+  EXPECT_TRUE(runtime->snapshot().commit_reported);
   EXPECT_TRUE(
       runtime->wait_until([](const RuntimeState& s) { return s.done; }, Clock::now() + 10s));
 }
@@ -121,7 +121,7 @@ TEST(Runtime, CommitIsPublishedOnlyAfterTheCommittingStepsMessagesAreSent) {
   auto second = make_runtime("second", 2, {first->config().self.endpoint});
   const Runtime& observed = *first;
   first->set_send_observer([&](const protocol::Outgoing&) {
-    if (!observed.snapshot().committed) return;
+    if (!observed.snapshot().commit_reported) return;
     const bool published = observed.state().assignment.has_value();
     std::lock_guard lock(mutex);
     ++sent_after_commit;

@@ -1,0 +1,79 @@
+#include "core_context.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gossip_rdzv::protocol {
+
+QuorumBase base_of(const CoreConfig& config) {
+  if (config.seeds.empty() && !config.seed_only) return QuorumBase({config.self.endpoint});
+  return QuorumBase(config.seeds);
+}
+
+CoreContext::CoreContext(CoreConfig cfg)
+    : config(std::move(cfg)),
+      prng(config.rng_seed),
+      table(config.self.endpoint, config.pool),
+      agreement(AgreementConfig{MemberKey{config.self.endpoint, config.self.generation},
+                                config.round, config.min_nodes, config.max_nodes,
+                                as_time(config.last_call), base_of(config), table.pool_handle()}) {
+  config.self.seeds_digest = agreement.base().digest();
+  // A member listed among the seeds meets every other seed (Bootstrap::tick).
+  listed_seed = std::erase(config.seeds, config.self.endpoint) > 0;
+  seed_set = config.seeds;
+  std::sort(seed_set.begin(), seed_set.end());
+}
+
+Envelope CoreContext::envelope(Body body) const {
+  Envelope env;
+  env.run_id = config.run_id;
+  env.sender = config.self.endpoint;
+  env.sender_generation = config.self.generation;
+  env.body = std::move(body);
+  return env;
+}
+
+void CoreContext::send(const std::string& to, Body body) {
+  outbox.push_back(Outgoing{to, envelope(std::move(body))});
+}
+
+void CoreContext::reply(const std::string& to, Body body) {
+  outbox.push_back(Outgoing{to, envelope(std::move(body)), true});
+}
+
+MemberRecord CoreContext::self_record() const {
+  return MemberRecord{config.self, incarnation, MemberStatus::alive};
+}
+
+std::uint32_t CoreContext::retransmits() const {
+  const double n = static_cast<double>(cluster_size()) + 1.0;
+  return config.timing.retransmit_mult * static_cast<std::uint32_t>(std::ceil(std::log2(n)));
+}
+
+Time CoreContext::suspicion_timeout() const {
+  // N is at least --nnodes MIN: a node that joined late knows few members yet, and with
+  // the timeout of a small cluster it declared live members dead, for everyone, before
+  // their refutation reached it (docs/protocol.md, "Suspicion").
+  return as_time(
+      config.timing.suspicion_timeout(std::max<std::size_t>(cluster_size(), config.min_nodes)));
+}
+
+std::vector<ViewClaim> CoreContext::views(const std::string& peer) const {
+  if (config.seed_only) return {};
+  const Member* row = table.find(peer);
+  if (row == nullptr) return agreement.claims_to_send();
+  const MemberKey key{peer, row->ann->generation};
+  return agreement.claims_to_send(&key);
+}
+
+std::vector<ViewClaim> CoreContext::views(const Envelope& msg) const {
+  if (config.seed_only) return {};
+  const MemberKey key{msg.sender, msg.sender_generation};
+  return agreement.claims_to_send(&key);
+}
+
+bool CoreContext::is_seed(const std::string& endpoint) const {
+  return std::binary_search(seed_set.begin(), seed_set.end(), endpoint);
+}
+
+}  // namespace gossip_rdzv::protocol

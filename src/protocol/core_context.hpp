@@ -1,0 +1,77 @@
+// What the parts of the core share (core.cpp holds them, and routes messages and ticks to
+// them): the configuration, the one PRNG, the membership table and the agreement every part
+// reads, and the queues of what to send and what happened. Each part keeps its own state
+// beside it: bootstrap.hpp (joining through the seeds), failure_detector.hpp (SWIM probes and
+// suspicion), dissemination.hpp (gossip pushes and table exchanges), reachability.hpp (telling
+// a node its endpoint does not answer), outcome_server.hpp (serving the outcome after the
+// commit) and agreement_link.hpp (claims in and out, the witness, configuration checks).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "agreement.hpp"
+#include "core.hpp"
+#include "member_table.hpp"
+#include "messages.hpp"
+#include "prng.hpp"
+#include "time.hpp"
+
+namespace gossip_rdzv::protocol {
+
+/// No wakeup wanted.
+inline constexpr Time kNever{INT64_MAX / 4};
+
+template <class Duration>
+Time as_time(Duration d) {
+  return std::chrono::duration_cast<Time>(d);
+}
+
+/// Round 0's quorum base: the seed list; a node given no seed is its own seed, as a node
+/// whose only seed is itself (the first node of a job started from a library).
+QuorumBase base_of(const CoreConfig& config);
+
+struct CoreContext {
+  /// Takes our own endpoint out of the seed list (listed_seed says it was there).
+  explicit CoreContext(CoreConfig cfg);
+
+  CoreConfig config;
+  Prng prng;
+  MemberTable table;
+  Agreement agreement;
+  bool listed_seed = false;           ///< our own endpoint is in the seed list
+  std::vector<std::string> seed_set;  ///< config.seeds sorted, for is_seed()
+  std::deque<Outgoing> outbox;
+  std::deque<Event> events;
+  /// Ours in SWIM: raised above a rumour that suspects or buries us (FailureDetector::refute).
+  std::uint64_t incarnation = 0;
+  /// News to push before the next gossip period (Dissemination::tick): a membership change,
+  /// new agreement bits.
+  bool dirty = false;
+
+  Envelope envelope(Body body) const;
+  void send(const std::string& to, Body body);
+  /// Back over the connection the message being handled arrived on (Outgoing::reply).
+  void reply(const std::string& to, Body body);
+  MemberRecord self_record() const;
+
+  std::size_t cluster_size() const { return table.live_peer_count() + 1; }
+  /// How many times a rumour is piggybacked: retransmit_mult * ceil(log2(N + 1)).
+  std::uint32_t retransmits() const;
+  Time suspicion_timeout() const;
+
+  /// Our claims for `peer`: by reference for views it is known to hold (docs/protocol.md).
+  std::vector<ViewClaim> views(const std::string& peer) const;
+  /// Our claims in answer to `msg`: for the process that sent it, which may be a newer one at
+  /// that endpoint than our table knows (it restarted). Its earlier process held our views;
+  /// by reference they would mean nothing to it.
+  std::vector<ViewClaim> views(const Envelope& msg) const;
+
+  bool is_seed(const std::string& endpoint) const;
+  /// Whether we are a seed of our run: the node that late and restarted processes ask.
+  bool am_seed() const { return listed_seed || config.seeds.empty(); }
+};
+
+}  // namespace gossip_rdzv::protocol

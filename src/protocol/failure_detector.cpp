@@ -1,0 +1,168 @@
+#include "failure_detector.hpp"
+
+#include <algorithm>
+
+#include "reachability.hpp"
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+constexpr std::size_t kMaxRelays = 1024;  // PingReq relays in flight; more are dropped
+
+}  // namespace
+
+void FailureDetector::start(CoreContext& ctx, Time now) {
+  next_probe_at_ = now + as_time(ctx.config.timing.probe_interval);
+}
+
+void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
+                                         const MemberRecord& rumour) {
+  if (change == MemberChange::none) return;
+  ctx.table.enqueue(rumour.ann.endpoint, ctx.retransmits());
+  ctx.dirty = true;
+  switch (change) {
+    case MemberChange::joined:
+    case MemberChange::restarted:
+      ctx.events.push_back(MemberUp{rumour.ann});
+      break;
+    case MemberChange::suspected:
+      ctx.events.push_back(MemberSuspected{rumour.ann.endpoint});
+      break;
+    case MemberChange::died:
+      ctx.events.push_back(MemberDead{rumour.ann.endpoint});
+      break;
+    default:
+      break;
+  }
+}
+
+void FailureDetector::refute(CoreContext& ctx, const MemberRecord& rumour) {
+  if (rumour.ann.generation != ctx.config.self.generation) return;  // an older process of ours
+  if (rumour.status == MemberStatus::alive || rumour.incarnation < ctx.incarnation) return;
+  ctx.incarnation = rumour.incarnation + 1;
+  ctx.table.set_self(ctx.self_record());
+  ctx.table.enqueue(ctx.config.self.endpoint, ctx.retransmits());
+  ctx.dirty = true;
+}
+
+void FailureDetector::tick_suspicions(CoreContext& ctx, Time now) {
+  for (const auto& endpoint : ctx.table.expired_suspects(now)) {
+    if (!ctx.table.declare_dead(endpoint, now)) continue;
+    const Member* row = ctx.table.find(endpoint);
+    ctx.table.enqueue(endpoint, ctx.retransmits());
+    ctx.dirty = true;
+    ctx.events.push_back(MemberDead{row->ann->endpoint});
+  }
+}
+
+void FailureDetector::suspect(CoreContext& ctx, const std::string& endpoint, Time now) {
+  if (!ctx.table.suspect(endpoint, now + ctx.suspicion_timeout())) return;
+  ctx.table.enqueue(endpoint, ctx.retransmits());
+  ctx.dirty = true;
+  ctx.events.push_back(MemberSuspected{endpoint});
+}
+
+void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachability) {
+  const Timing& timing = ctx.config.timing;
+  if (probe_ && !probe_->indirect_sent && now >= probe_->sent_at + as_time(timing.probe_timeout)) {
+    probe_->indirect_sent = true;
+    reachability.note_unanswered_probe(ctx, probe_->target, now);
+    // A second direct ping next to the indirect ones (memberlist pings over TCP here): one
+    // lost ping or ack no longer leaves the target to three 4-hop paths alone.
+    Ping retry;
+    retry.seq = probe_->seq;
+    ctx.send(probe_->target, std::move(retry));
+    for (const auto& helper :
+         ctx.table.sample_peers(ctx.prng, timing.indirect_probes, probe_->target)) {
+      PingReq request;
+      request.seq = probe_->seq;
+      request.target = probe_->target;
+      ctx.send(helper, std::move(request));
+    }
+  }
+  if (now < next_probe_at_) return;
+  next_probe_at_ = now + as_time(timing.probe_interval);
+  // Neither direct nor indirect ack in a period: probe the same member again, and suspect
+  // it only after `probe_rounds` such periods in a row.
+  std::optional<Probe> unanswered = std::move(probe_);
+  probe_.reset();
+  std::string target;
+  std::uint32_t round = 1;
+  if (unanswered) {
+    if (unanswered->round >= timing.probe_rounds) {
+      suspect(ctx, unanswered->target, now);
+    } else if (const Member* row = ctx.table.find(unanswered->target);
+               row != nullptr && row->status != MemberStatus::dead) {
+      target = unanswered->target;
+      round = unanswered->round + 1;
+    }
+  }
+  if (target.empty()) {
+    auto targets = ctx.table.sample_peers(ctx.prng, 1);
+    if (targets.empty()) return;
+    target = std::move(targets.front());
+  }
+  Ping ping;
+  ping.seq = ++next_seq_;
+  ping.updates = ctx.table.take_piggyback(timing.max_piggyback);
+  tell_suspect(ctx, target, ping.updates);
+  ping.views = ctx.views(target);
+  probe_ = Probe{target, ping.seq, now, false, round};
+  ctx.send(target, std::move(ping));
+}
+
+// The member hears the suspicion from us at once and refutes, instead of waiting for the
+// rumour to reach it.
+void FailureDetector::tell_suspect(const CoreContext& ctx, const std::string& target,
+                                   std::vector<MemberRecord>& updates) {
+  const Member* row = ctx.table.find(target);
+  if (row == nullptr || row->status != MemberStatus::suspect) return;
+  for (const auto& update : updates)
+    if (update.ann.endpoint == target) return;
+  updates.push_back(ctx.table.record(*row));
+}
+
+void FailureDetector::tick_relays(Time now) {
+  std::erase_if(relays_, [&](const auto& entry) { return entry.second.expires <= now; });
+}
+
+Time FailureDetector::next_wakeup(const CoreContext& ctx, bool probing) const {
+  Time next = kNever;
+  if (probing) next = std::min(next, next_probe_at_);
+  if (probe_ && !probe_->indirect_sent)
+    next = std::min(next, probe_->sent_at + as_time(ctx.config.timing.probe_timeout));
+  if (auto deadline = ctx.table.earliest_suspect_deadline()) next = std::min(next, *deadline);
+  return next;
+}
+
+void FailureDetector::answer_ping(CoreContext& ctx, const Envelope& env, const Ping& ping) {
+  Ack ack;
+  ack.seq = ping.seq;
+  ack.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
+  ack.views = ctx.views(env);
+  ctx.send(env.sender, std::move(ack));
+}
+
+void FailureDetector::on_ack(CoreContext& ctx, const Ack& ack) {
+  // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
+  if (probe_ && probe_->seq == ack.seq) probe_.reset();
+  auto relay = relays_.find(ack.seq);
+  if (relay != relays_.end()) {
+    Ack forwarded;
+    forwarded.seq = relay->second.requester_seq;
+    ctx.send(relay->second.requester, std::move(forwarded));
+    relays_.erase(relay);
+  }
+}
+
+void FailureDetector::relay(CoreContext& ctx, Time now, const Envelope& env,
+                            const PingReq& request) {
+  if (relays_.size() >= kMaxRelays || request.target == ctx.config.self.endpoint) return;
+  const std::uint64_t seq = ++next_seq_;
+  relays_[seq] = Relay{env.sender, request.seq, now + as_time(ctx.config.timing.probe_interval)};
+  Ping ping;
+  ping.seq = seq;
+  ctx.send(request.target, std::move(ping));
+}
+
+}  // namespace gossip_rdzv::protocol

@@ -1,0 +1,68 @@
+// SWIM's failure detector: once per probe interval ping one member; without an ack within
+// probe_timeout ping it again and ask a few others to ping it (PingReq); after probe_rounds
+// unanswered periods suspect it, and declare it dead when the suspicion times out unrefuted.
+// A rumour that suspects or buries us is refuted with a higher incarnation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core_context.hpp"
+
+namespace gossip_rdzv::protocol {
+
+class Reachability;
+
+class FailureDetector {
+ public:
+  void start(CoreContext& ctx, Time now);
+  /// Probes due at `now` (reachability counts a probe left unanswered).
+  void tick(CoreContext& ctx, Time now, Reachability& reachability);
+  /// Declares dead the suspects whose suspicion timed out.
+  void tick_suspicions(CoreContext& ctx, Time now);
+  /// Forgets PingReq relays past their time.
+  void tick_relays(Time now);
+  /// Drops the probe in flight (a seed that stops probing, OutcomeServer::go_quiet).
+  void stop_probing() { probe_.reset(); }
+  /// When tick or tick_suspicions next has work; `probing`: joined and not quiet.
+  Time next_wakeup(const CoreContext& ctx, bool probing) const;
+
+  /// Spreads a membership change the table just made and reports it as an event.
+  void note_member_change(CoreContext& ctx, MemberChange change, const MemberRecord& rumour);
+  /// SWIM: someone suspects or buried us; outbid the rumour with a higher incarnation.
+  void refute(CoreContext& ctx, const MemberRecord& rumour);
+
+  void answer_ping(CoreContext& ctx, const Envelope& env, const Ping& ping);
+  /// An ack to our probe (direct or relayed) or to a ping we relay.
+  void on_ack(CoreContext& ctx, const Ack& ack);
+  /// Pings `request.target` for the member that asked (SWIM's indirect probe).
+  void relay(CoreContext& ctx, Time now, const Envelope& env, const PingReq& request);
+
+ private:
+  void suspect(CoreContext& ctx, const std::string& endpoint, Time now);
+  /// Lifeguard's buddy system: a ping to a member we suspect carries that suspicion.
+  static void tell_suspect(const CoreContext& ctx, const std::string& target,
+                           std::vector<MemberRecord>& updates);
+
+  struct Probe {
+    std::string target;
+    std::uint64_t seq;
+    Time sent_at;
+    bool indirect_sent;
+    std::uint32_t round;  ///< 1 for the first period of this target; see Timing::probe_rounds
+  };
+  struct Relay {
+    std::string requester;
+    std::uint64_t requester_seq;
+    Time expires;
+  };
+  std::optional<Probe> probe_;
+  std::unordered_map<std::uint64_t, Relay> relays_;
+  std::uint64_t next_seq_ = 0;
+  Time next_probe_at_{0};
+};
+
+}  // namespace gossip_rdzv::protocol
