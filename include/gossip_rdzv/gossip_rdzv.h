@@ -30,7 +30,8 @@ extern "C" {
 #endif
 
 /* Values 1-70 are the gossip-rdzv command's exit codes (docs/troubleshooting.md);
- * store failures start at 101. */
+ * store failures start at 101. They are the C++ API's statuses, number for number
+ * (gossip_rdzv::Failure::status(), include/gossip_rdzv/error.hpp). */
 typedef enum gossip_rdzv_status {
   GOSSIP_RDZV_OK = 0,
   GOSSIP_RDZV_E_USAGE = 2,            /* bad argument, config value or call order */
@@ -59,7 +60,9 @@ typedef struct gossip_rdzv_store gossip_rdzv_store;
 
 /* The message of the last failing call on this thread ("" if none). */
 const char* gossip_rdzv_last_error(void);
-/* Stable short name of a status ("store_timeout"), never NULL. */
+/* Stable short name of a status ("store_timeout"); "unknown" for a number that names none;
+ * never NULL. It reads the library's one table of names (gossip_rdzv::status_name), as the
+ * Python package does through this function. */
 const char* gossip_rdzv_status_name(int status);
 /* Frees a buffer this API returned through void** or char**. NULL is fine. */
 void gossip_rdzv_free(void* buffer);

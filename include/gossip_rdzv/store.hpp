@@ -19,34 +19,28 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gossip_rdzv/error.hpp"
 
 namespace gossip_rdzv {
 
 class Node;
 
-/// Why a store operation failed.
-enum class StoreErrorCode : int {
-  timeout = 1,      ///< a key was not set within the timeout (key() and home() name it)
-  unavailable = 2,  ///< the agent or the key's home did not answer (dead or unreachable)
-  bad_request = 3,  ///< e.g. add() on a value that is not a decimal integer
-  not_ready = 4,    ///< the agent had no agreed view within the timeout
-  refused = 5,      ///< the agent serves another run id, or speaks another store version
-  too_large = 6,    ///< a value or an answer over the 4 MiB message limit
-  usage = 7,        ///< bad argument or environment (e.g. GOSSIP_RDZV_STORE unset)
-};
-
 /// The exception every Store call throws. what() names the operation, the key, the home
 /// member and the fix, e.g. "get('rank_3') timed out after 30 s: the key was not set in time
 /// (home 10.0.0.2:29400 (node rank 1, node1))".
-class StoreError : public std::runtime_error {
+/// Its status() is store_status(code()) (include/gossip_rdzv/error.hpp).
+class StoreError : public Failure {
  public:
   StoreError(StoreErrorCode code, const std::string& message, std::string key = {},
              std::string home = {})
-      : std::runtime_error(message), code_(code), key_(std::move(key)), home_(std::move(home)) {}
+      : Failure(store_status(code), message),
+        code_(code),
+        key_(std::move(key)),
+        home_(std::move(home)) {}
   StoreErrorCode code() const { return code_; }
   const std::string& key() const { return key_; }    ///< the key it is about, if any
   const std::string& home() const { return home_; }  ///< the member it is about, if any

@@ -18,12 +18,11 @@ class StoreTimeout(StoreError):
     """A key was not set within the timeout."""
 
 
-_STORE_TIMEOUT = 101
-
-
 def error_for(status, name, message):
-    if status == _STORE_TIMEOUT:
+    """The exception for a failed call: `name` comes from the library's one table of status
+    names (gossip_rdzv_status_name), whose store failures are named "store_..."."""
+    if name == "store_timeout":
         return StoreTimeout(status, name, message)
-    if status > 100:
+    if name.startswith("store_"):
         return StoreError(status, name, message)
     return GossipRdzvError(status, name, message)

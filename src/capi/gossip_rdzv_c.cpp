@@ -41,7 +41,6 @@ struct gossip_rdzv_store {
 
 namespace {
 
-using gossip_rdzv::Error;
 using gossip_rdzv::StoreError;
 using std::chrono::milliseconds;
 
@@ -56,10 +55,27 @@ int usage(const std::string& message) {
   return fail(GOSSIP_RDZV_E_USAGE, message);
 }
 
-int store_status(gossip_rdzv::StoreErrorCode code) {
-  if (code == gossip_rdzv::StoreErrorCode::usage) return GOSSIP_RDZV_E_USAGE;
-  return 100 + static_cast<int>(code);
-}
+// The C statuses are the C++ ones (include/gossip_rdzv/error.hpp), number for number.
+using gossip_rdzv::ErrorCode;
+using gossip_rdzv::store_status;
+using gossip_rdzv::StoreErrorCode;
+static_assert(GOSSIP_RDZV_E_USAGE == static_cast<int>(ErrorCode::usage));
+static_assert(GOSSIP_RDZV_E_LISTEN_FAILED == static_cast<int>(ErrorCode::listen_failed));
+static_assert(GOSSIP_RDZV_E_SEED_UNREACHABLE == static_cast<int>(ErrorCode::seed_unreachable));
+static_assert(GOSSIP_RDZV_E_JOIN_TIMEOUT == static_cast<int>(ErrorCode::join_timeout));
+static_assert(GOSSIP_RDZV_E_RUN_ID_MISMATCH == static_cast<int>(ErrorCode::run_id_mismatch));
+static_assert(GOSSIP_RDZV_E_VERSION_MISMATCH == static_cast<int>(ErrorCode::version_mismatch));
+static_assert(GOSSIP_RDZV_E_RANK_CONFLICT == static_cast<int>(ErrorCode::rank_conflict));
+static_assert(GOSSIP_RDZV_E_NOT_ADMITTED == static_cast<int>(ErrorCode::not_admitted));
+static_assert(GOSSIP_RDZV_E_IO == static_cast<int>(ErrorCode::io_error));
+static_assert(GOSSIP_RDZV_E_SEED_UNRESOLVED == static_cast<int>(ErrorCode::seed_unresolved));
+static_assert(GOSSIP_RDZV_E_INTERNAL == static_cast<int>(ErrorCode::internal));
+static_assert(GOSSIP_RDZV_E_STORE_TIMEOUT == store_status(StoreErrorCode::timeout));
+static_assert(GOSSIP_RDZV_E_STORE_UNAVAILABLE == store_status(StoreErrorCode::unavailable));
+static_assert(GOSSIP_RDZV_E_STORE_BAD_REQUEST == store_status(StoreErrorCode::bad_request));
+static_assert(GOSSIP_RDZV_E_STORE_NOT_READY == store_status(StoreErrorCode::not_ready));
+static_assert(GOSSIP_RDZV_E_STORE_REFUSED == store_status(StoreErrorCode::refused));
+static_assert(GOSSIP_RDZV_E_STORE_TOO_LARGE == store_status(StoreErrorCode::too_large));
 
 // Runs `body`, turning every exception into a status and a message.
 template <class Body>
@@ -67,10 +83,8 @@ int guarded(Body&& body) noexcept {
   try {
     body();
     return GOSSIP_RDZV_OK;
-  } catch (const StoreError& error) {
-    return fail(store_status(error.code()), error.what());
-  } catch (const Error& error) {
-    return fail(static_cast<int>(error.code()), error.what());
+  } catch (const gossip_rdzv::Failure& failure) {
+    return fail(failure.status(), failure.what());
   } catch (const std::bad_alloc&) {
     return fail(GOSSIP_RDZV_E_INTERNAL, "out of memory");
   } catch (const std::exception& error) {
@@ -227,28 +241,8 @@ const char* gossip_rdzv_last_error(void) {
 }
 
 const char* gossip_rdzv_status_name(int status) {
-  switch (status) {
-    case GOSSIP_RDZV_OK:
-      return "ok";
-    case GOSSIP_RDZV_E_STORE_TIMEOUT:
-      return "store_timeout";
-    case GOSSIP_RDZV_E_STORE_UNAVAILABLE:
-      return "store_unavailable";
-    case GOSSIP_RDZV_E_STORE_BAD_REQUEST:
-      return "store_bad_request";
-    case GOSSIP_RDZV_E_STORE_NOT_READY:
-      return "store_not_ready";
-    case GOSSIP_RDZV_E_STORE_REFUSED:
-      return "store_refused";
-    case GOSSIP_RDZV_E_STORE_TOO_LARGE:
-      return "store_too_large";
-    default: {
-      // The rest share their values with ErrorCode; its names are the stable ones.
-      static thread_local std::string name;
-      name = std::string(gossip_rdzv::to_string(static_cast<gossip_rdzv::ErrorCode>(status)));
-      return name.c_str();
-    }
-  }
+  // The table's names are string literals: NUL-terminated and never freed.
+  return gossip_rdzv::status_name(status).data();
 }
 
 void gossip_rdzv_free(void* buffer) {

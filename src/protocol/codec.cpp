@@ -4,14 +4,12 @@
 #include "codec.hpp"
 
 #include <array>
-#include <cassert>
 #include <cstdio>
 #include <limits>
-#include <new>
 #include <type_traits>
 #include <utility>
 
-#include <msgpack.hpp>
+#include "msgpack_io.hpp"
 
 namespace gossip_rdzv::protocol {
 namespace {
@@ -49,78 +47,39 @@ constexpr std::size_t kMaxExtBytes = 16;
 // Witnesses of a view are dedicated seeds of the quorum base: a few, never thousands.
 constexpr std::size_t kMaxWitnesses = 64;
 
-// msgpack allocates an array's element table when it reads the count, before the elements
-// arrive; these limits bound that allocation whatever the count on the wire says.
-const msgpack::unpack_limit kLimits(kMaxListLength, kMaxMapEntries, kMaxStringBytes,
-                                    kMaxBitsetBytes, kMaxExtBytes, kMaxBodyDepth);
+// What the reader accepts. msgpack allocates an array's element table when it reads the
+// count, before the elements arrive; these limits bound that allocation whatever the count on
+// the wire says.
+const msgpack_io::Limits kLimits{.message_bytes = kMaxMessageBytes,
+                                 .depth = kMaxBodyDepth,
+                                 .array_length = kMaxListLength,
+                                 .map_entries = kMaxMapEntries,
+                                 .str_bytes = kMaxStringBytes,
+                                 .bin_bytes = kMaxBitsetBytes,
+                                 .ext_bytes = kMaxExtBytes};
 
 using Kind = DecodeError::Kind;
+using msgpack_io::Fault;
+using msgpack_io::Path;
+using msgpack_io::Refusal;
 
-// Thrown by the readers below and caught in decode() only: unwinding from a field deep inside
-// a nested list is shorter and clearer than threading an error value through every reader.
-struct Reject {
-  Kind kind;
-  std::string detail;
-};
+// The codec's kinds are the reader's faults, value for value.
+static_assert(int(Kind::truncated) == int(Fault::truncated));
+static_assert(int(Kind::bad_magic) == int(Fault::bad_magic));
+static_assert(int(Kind::malformed) == int(Fault::malformed));
+static_assert(int(Kind::too_large) == int(Fault::too_large));
+static_assert(int(Kind::version_mismatch) == int(Fault::version_mismatch));
+Fault fault(Kind kind) {
+  return static_cast<Fault>(kind);
+}
 
-// Where a value sits in a message, for error details ("Ping.updates[3].ann.host"). Built on
-// the stack and only turned into a string when something is wrong.
-class Path {
- public:
-  explicit Path(std::string_view root) : name_(root) {}
-  Path(const Path* parent, std::string_view name) : parent_(parent), name_(name) {}
-  Path(const Path* parent, std::size_t index) : parent_(parent), index_(index) {}
-
-  std::string str() const {
-    if (!parent_) return std::string(name_);
-    if (index_ != kNoIndex) return parent_->str() + "[" + std::to_string(index_) + "]";
-    return parent_->str() + "." + std::string(name_);
-  }
-
- private:
-  static constexpr std::size_t kNoIndex = std::numeric_limits<std::size_t>::max();
-  const Path* parent_ = nullptr;
-  std::string_view name_;
-  std::size_t index_ = kNoIndex;
-};
-
+// Refusals unwind from a field deep inside a nested list to decode(): shorter and clearer
+// than threading an error value through every reader.
 [[noreturn]] void reject(Kind kind, const Path& path, const std::string& what) {
-  throw Reject{kind, path.str() + ": " + what};
+  msgpack_io::refuse(fault(kind), path, what);
 }
-
-std::string_view type_name(msgpack::type::object_type type) {
-  switch (type) {
-    case msgpack::type::NIL:
-      return "nil";
-    case msgpack::type::BOOLEAN:
-      return "bool";
-    case msgpack::type::POSITIVE_INTEGER:
-      return "unsigned integer";
-    case msgpack::type::NEGATIVE_INTEGER:
-      return "negative integer";
-    case msgpack::type::FLOAT32:
-      return "float";
-    case msgpack::type::FLOAT64:
-      return "float";
-    case msgpack::type::STR:
-      return "string";
-    case msgpack::type::BIN:
-      return "binary";
-    case msgpack::type::ARRAY:
-      return "array";
-    case msgpack::type::MAP:
-      return "map";
-    case msgpack::type::EXT:
-      return "extension";
-  }
-  return "unknown";
-}
-
-void expect_type(const msgpack::object& value, msgpack::type::object_type type, const Path& path) {
-  if (value.type == type) return;
-  reject(
-      Kind::malformed, path,
-      "expected " + std::string(type_name(type)) + ", got " + std::string(type_name(value.type)));
+[[noreturn]] void reject(Kind kind, std::string detail) {
+  throw Refusal{fault(kind), std::move(detail)};
 }
 
 // Escapes everything but printable ASCII, so wire strings cannot break a log line.
@@ -138,86 +97,38 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::uint64_t read_unsigned(const msgpack::object& value, std::uint64_t max, const Path& path) {
-  expect_type(value, msgpack::type::POSITIVE_INTEGER, path);
-  if (value.via.u64 > max) {
-    reject(Kind::malformed, path,
-           "value " + std::to_string(value.via.u64) + " is out of range 0-" + std::to_string(max));
-  }
-  return value.via.u64;
-}
-
-std::int64_t read_signed(const msgpack::object& value, std::int64_t min, std::int64_t max,
-                         const Path& path) {
-  bool in_range = false;
-  if (value.type == msgpack::type::NEGATIVE_INTEGER) {
-    in_range = value.via.i64 >= min;
-  } else {
-    expect_type(value, msgpack::type::POSITIVE_INTEGER, path);
-    in_range = value.via.u64 <= static_cast<std::uint64_t>(max);
-  }
-  if (!in_range) {
-    reject(Kind::malformed, path,
-           "value is out of range " + std::to_string(min) + " to " + std::to_string(max));
-  }
-  return value.via.i64;
-}
-
-std::string read_string(const msgpack::object& value, const Path& path) {
-  expect_type(value, msgpack::type::STR, path);
-  return std::string(value.via.str.ptr, value.via.str.size);
-}
-
 // ---- the two directions ------------------------------------------------------------------
 
 template <class T, class Io>
 using In = std::conditional_t<Io::kWriting, const T, T>;
 
-// Appends packed bytes to a vector (msgpack's packer wants a stream with write()).
-struct ByteSink {
-  std::vector<std::uint8_t> bytes;
-  void write(const char* data, std::size_t size) { bytes.insert(bytes.end(), data, data + size); }
-};
-
+// Writes each field as the layout names it; msgpack_io::Writer does the packing.
 class Writer {
  public:
   static constexpr bool kWriting = true;
-  explicit Writer(msgpack::packer<ByteSink>& packer) : packer_(packer) {}
+  explicit Writer(msgpack_io::Writer& out) : out_(out) {}
 
-  void begin(std::size_t fields) { packer_.pack_array(static_cast<std::uint32_t>(fields)); }
+  void begin(std::size_t fields) { out_.array(fields); }
   /// A body that gained trailing fields: written with all of them.
   std::size_t begin(std::size_t, std::size_t most) {
     begin(most);
     return most;
   }
-  void field(std::string_view, const std::string& text) {
-    packer_.pack_str(static_cast<std::uint32_t>(text.size()));
-    packer_.pack_str_body(text.data(), static_cast<std::uint32_t>(text.size()));
-  }
-  void field(std::string_view, std::uint64_t number) { packer_.pack_uint64(number); }
-  void field(std::string_view, const std::vector<std::uint64_t>& numbers) {
-    packer_.pack_array(static_cast<std::uint32_t>(numbers.size()));
-    for (std::uint64_t number : numbers) packer_.pack_uint64(number);
-  }
-  void field(std::string_view, std::uint32_t number) { packer_.pack_uint64(number); }
-  void field(std::string_view, std::uint16_t number) { packer_.pack_uint64(number); }
-  void field(std::string_view, std::int32_t number) { packer_.pack_int64(number); }
-  void field(std::string_view, bool flag) { flag ? packer_.pack_true() : packer_.pack_false(); }
-  void field(std::string_view, MemberStatus status) { packer_.pack_uint64(std::uint8_t(status)); }
-  void field(std::string_view, RefuseReason reason) { packer_.pack_uint64(std::uint8_t(reason)); }
-  void field(std::string_view, const std::vector<std::string>& texts) {
-    packer_.pack_array(static_cast<std::uint32_t>(texts.size()));
-    for (const auto& text : texts) field("", text);
-  }
+  void field(std::string_view, const std::string& text) { out_.str(text); }
+  void field(std::string_view, std::uint64_t number) { out_.u64(number); }
+  void field(std::string_view, const std::vector<std::uint64_t>& numbers) { out_.u64s(numbers); }
+  void field(std::string_view, std::uint32_t number) { out_.u64(number); }
+  void field(std::string_view, std::uint16_t number) { out_.u64(number); }
+  void field(std::string_view, std::int32_t number) { out_.i64(number); }
+  void field(std::string_view, bool flag) { out_.boolean(flag); }
+  void field(std::string_view, MemberStatus status) { out_.u64(std::uint8_t(status)); }
+  void field(std::string_view, RefuseReason reason) { out_.u64(std::uint8_t(reason)); }
+  void field(std::string_view, const std::vector<std::string>& texts) { out_.strs(texts); }
   // Bitsets travel as msgpack binary, one bit per member.
-  void field(std::string_view, const std::vector<std::uint8_t>& bits) {
-    packer_.pack_bin(static_cast<std::uint32_t>(bits.size()));
-    packer_.pack_bin_body(reinterpret_cast<const char*>(bits.data()),
-                          static_cast<std::uint32_t>(bits.size()));
-  }
+  void field(std::string_view, const std::vector<std::uint8_t>& bits) { out_.bin(bits); }
   template <class T>
   void field(std::string_view, const std::vector<T>& items) {
-    packer_.pack_array(static_cast<std::uint32_t>(items.size()));
+    out_.array(items.size());
     for (const T& item : items) layout(*this, item);
   }
   template <class T>
@@ -226,121 +137,67 @@ class Writer {
   }
 
  private:
-  msgpack::packer<ByteSink>& packer_;
+  msgpack_io::Writer& out_;
 };
 
-// Reads the fields of one msgpack array in order, checking each type and range.
+// Reads the fields of one msgpack array in order into the layout's fields; the
+// msgpack_io::ArrayReader checks each type and range.
 class Reader {
  public:
   static constexpr bool kWriting = false;
-  Reader(const msgpack::object& value, const Path& path) : value_(value), path_(path) {}
+  Reader(const msgpack::object& value, const Path& path) : in_(value, path) {}
 
-  void begin(std::size_t fields) {
-    expect_type(value_, msgpack::type::ARRAY, path_);
-    if (value_.via.array.size == fields) return;
-    reject(Kind::malformed, path_,
-           "expected " + std::to_string(fields) + " fields, got " +
-               std::to_string(value_.via.array.size));
-  }
+  void begin(std::size_t fields) { in_.expect_size(fields); }
   /// A body that gained trailing fields: accepts `least` to `most` of them and returns how
   /// many came (the layout reads only those).
-  std::size_t begin(std::size_t least, std::size_t most) {
-    expect_type(value_, msgpack::type::ARRAY, path_);
-    const std::size_t count = value_.via.array.size;
-    if (count >= least && count <= most) return count;
-    reject(Kind::malformed, path_,
-           "expected " + std::to_string(least) + " to " + std::to_string(most) + " fields, got " +
-               std::to_string(count));
-    return 0;
-  }
-  void field(std::string_view name, std::string& text) {
-    text = read_string(next(), Path(&path_, name));
-  }
+  std::size_t begin(std::size_t least, std::size_t most) { return in_.expect_size(least, most); }
+  void field(std::string_view name, std::string& text) { text = in_.str(name); }
   void field(std::string_view name, std::vector<std::uint64_t>& numbers) {
-    const Path path(&path_, name);
-    const msgpack::object& list = next();
-    expect_type(list, msgpack::type::ARRAY, path);
-    numbers.clear();
-    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
-      numbers.push_back(read_unsigned(list.via.array.ptr[i],
-                                      std::numeric_limits<std::uint64_t>::max(), Path(&path, i)));
-    }
+    numbers = in_.u64s(name);
   }
-  void field(std::string_view name, std::uint64_t& number) {
-    number = read_unsigned(next(), std::numeric_limits<std::uint64_t>::max(), Path(&path_, name));
-  }
+  void field(std::string_view name, std::uint64_t& number) { number = in_.u64(name); }
   void field(std::string_view name, std::uint32_t& number) {
-    number = static_cast<std::uint32_t>(
-        read_unsigned(next(), std::numeric_limits<std::uint32_t>::max(), Path(&path_, name)));
+    number = static_cast<std::uint32_t>(in_.u64(name, std::numeric_limits<std::uint32_t>::max()));
   }
   void field(std::string_view name, std::uint16_t& number) {
-    number = static_cast<std::uint16_t>(
-        read_unsigned(next(), std::numeric_limits<std::uint16_t>::max(), Path(&path_, name)));
+    number = static_cast<std::uint16_t>(in_.u64(name, std::numeric_limits<std::uint16_t>::max()));
   }
   void field(std::string_view name, std::int32_t& number) {
-    number = static_cast<std::int32_t>(read_signed(next(), std::numeric_limits<std::int32_t>::min(),
-                                                   std::numeric_limits<std::int32_t>::max(),
-                                                   Path(&path_, name)));
+    number = static_cast<std::int32_t>(in_.i64(name, std::numeric_limits<std::int32_t>::min(),
+                                               std::numeric_limits<std::int32_t>::max()));
   }
-  void field(std::string_view name, bool& flag) {
-    const msgpack::object& value = next();
-    expect_type(value, msgpack::type::BOOLEAN, Path(&path_, name));
-    flag = value.via.boolean;
-  }
+  void field(std::string_view name, bool& flag) { flag = in_.boolean(name); }
   void field(std::string_view name, MemberStatus& status) {
-    status = static_cast<MemberStatus>(read_unsigned(next(), 2, Path(&path_, name)));
+    status = static_cast<MemberStatus>(in_.u64(name, 2));
   }
   void field(std::string_view name, RefuseReason& reason) {
-    const Path path(&path_, name);
-    const std::uint64_t code = read_unsigned(next(), 3, path);
-    if (code == 0) reject(Kind::malformed, path, "value 0 is out of range 1-3");
+    const std::uint64_t code = in_.u64(name, 3);
+    if (code == 0) reject(Kind::malformed, Path(&path(), name), "value 0 is out of range 1-3");
     reason = static_cast<RefuseReason>(code);
   }
-  void field(std::string_view name, std::vector<std::string>& texts) {
-    const Path path(&path_, name);
-    const msgpack::object& list = next();
-    expect_type(list, msgpack::type::ARRAY, path);
-    texts.clear();
-    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
-      texts.push_back(read_string(list.via.array.ptr[i], Path(&path, i)));
-    }
-  }
-  void field(std::string_view name, std::vector<std::uint8_t>& bits) {
-    const msgpack::object& value = next();
-    expect_type(value, msgpack::type::BIN, Path(&path_, name));
-    const auto* begin = reinterpret_cast<const std::uint8_t*>(value.via.bin.ptr);
-    bits.assign(begin, begin + value.via.bin.size);
-  }
+  void field(std::string_view name, std::vector<std::string>& texts) { texts = in_.strs(name); }
+  void field(std::string_view name, std::vector<std::uint8_t>& bits) { bits = in_.bin(name); }
   template <class T>
   void field(std::string_view name, std::vector<T>& items) {
-    const Path path(&path_, name);
-    const msgpack::object& list = next();
-    expect_type(list, msgpack::type::ARRAY, path);
+    const Path path(&this->path(), name);
+    msgpack_io::ArrayReader list(in_.next(name), path);
     items.clear();
     // No reserve(): memory grows with elements that parsed, not with the count on the wire.
-    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
-      Reader element(list.via.array.ptr[i], Path(&path, i));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      Reader element(list.next(name), Path(&path, i));
       layout(element, items.emplace_back());
     }
   }
   template <class T>
   void field(std::string_view name, T& nested) {
-    Reader inner(next(), Path(&path_, name));
+    Reader inner(in_.next(name), Path(&path(), name));
     layout(inner, nested);
   }
 
-  const Path& path() const { return path_; }
+  const Path& path() const { return in_.path(); }
 
  private:
-  const msgpack::object& next() {
-    // begin() checked the count; reading more fields than declared is a bug in a layout.
-    assert(next_index_ < value_.via.array.size);
-    return value_.via.array.ptr[next_index_++];
-  }
-
-  const msgpack::object& value_;
-  Path path_;  // children point at it, so a Reader outlives the Readers of its fields
-  std::uint32_t next_index_ = 0;
+  msgpack_io::ArrayReader in_;  // children point at its path, so it outlives their Readers
 };
 
 // ---- layouts: the single declaration of every array on the wire --------------------------
@@ -546,38 +403,31 @@ Body read_body_v1(std::size_t index, const msgpack::object& value) {
     layout(reader, message);
     return message;
   } else {
-    throw Reject{Kind::malformed, "unknown message type " + std::to_string(index + 1)};
+    reject(Kind::malformed, "unknown message type " + std::to_string(index + 1));
   }
 }
 
 // The envelope's own array count is read by hand so its fields can be unpacked one at a time:
 // the header of a message of another version must be readable even when its body is not.
 std::uint32_t read_envelope_count(const std::uint8_t* data, std::size_t size, std::size_t& off) {
-  if (size == 0) throw Reject{Kind::truncated, "empty message"};
-  const std::uint8_t first = data[0];
-  std::size_t count_bytes = 0;
-  if (first >= 0x90 && first <= 0x9f) {
-    off = 1;
-    return first & 0x0f;
-  }
-  if (first == 0xdc) count_bytes = 2;
-  if (first == 0xdd) count_bytes = 4;
-  if (count_bytes == 0) {
+  if (size == 0) reject(Kind::truncated, "empty message");
+  const msgpack_io::ArrayHeader envelope = msgpack_io::read_array_header(data, size);
+  if (envelope.status == msgpack_io::ArrayHeader::Status::not_array) {
     char hex[5];
-    std::snprintf(hex, sizeof hex, "0x%02x", first);
-    throw Reject{Kind::bad_magic,
-                 std::string("not a gossip-rdzv message: first byte ") + hex + " is not an array"};
+    std::snprintf(hex, sizeof hex, "0x%02x", data[0]);
+    reject(Kind::bad_magic,
+           std::string("not a gossip-rdzv message: first byte ") + hex + " is not an array");
   }
-  if (size < 1 + count_bytes) throw Reject{Kind::truncated, "message ends inside its first byte"};
-  std::uint32_t count = 0;
-  for (std::size_t i = 1; i <= count_bytes; ++i) count = (count << 8) | data[i];
-  off = 1 + count_bytes;
-  return count;
+  if (envelope.status == msgpack_io::ArrayHeader::Status::truncated) {
+    reject(Kind::truncated, "message ends inside its first byte");
+  }
+  off = envelope.bytes;
+  return envelope.count;
 }
 
 // Unpacks the next top-level field; the zone behind the handle owns any copied strings.
 msgpack::object_handle next_field(const std::uint8_t* data, std::size_t size, std::size_t& off) {
-  return msgpack::unpack(reinterpret_cast<const char*>(data), size, off, nullptr, nullptr, kLimits);
+  return msgpack_io::unpack(data, size, off, kLimits);
 }
 
 void check_magic(const msgpack::object& magic) {
@@ -586,32 +436,32 @@ void check_magic(const msgpack::object& magic) {
       std::string_view(magic.via.str.ptr, magic.via.str.size) == expected) {
     return;
   }
-  std::string got = std::string(type_name(magic.type));
+  std::string got = std::string(msgpack_io::type_name(magic.type));
   if (magic.type == msgpack::type::STR) {
     got = "\"" + printable(std::string_view(magic.via.str.ptr, magic.via.str.size)) + "\"";
   }
-  throw Reject{Kind::bad_magic, "not a gossip-rdzv message: magic is " + got + ", expected \"" +
-                                    std::string(expected) + "\""};
+  reject(Kind::bad_magic, "not a gossip-rdzv message: magic is " + got + ", expected \"" +
+                              std::string(expected) + "\"");
 }
 
 Header read_header(const std::uint8_t* data, std::size_t size, std::size_t& off,
                    std::uint32_t& count) {
   count = read_envelope_count(data, size, off);
-  if (count == 0) throw Reject{Kind::bad_magic, "not a gossip-rdzv message: empty array"};
+  if (count == 0) reject(Kind::bad_magic, "not a gossip-rdzv message: empty array");
   check_magic(next_field(data, size, off).get());
   if (count < kHeaderFields) {
-    throw Reject{Kind::malformed,
-                 "envelope has " + std::to_string(count) + " fields, every version has at least 5"};
+    reject(Kind::malformed,
+           "envelope has " + std::to_string(count) + " fields, every version has at least 5");
   }
   const Path root("header");
   Header header;
   header.version = static_cast<std::uint16_t>(
-      read_unsigned(next_field(data, size, off).get(), 0xffff, Path(&root, "version")));
-  header.run_id = read_string(next_field(data, size, off).get(), Path(&root, "run_id"));
-  header.sender = read_string(next_field(data, size, off).get(), Path(&root, "sender"));
-  header.sender_generation =
-      read_unsigned(next_field(data, size, off).get(), std::numeric_limits<std::uint64_t>::max(),
-                    Path(&root, "sender_generation"));
+      msgpack_io::read_unsigned(next_field(data, size, off).get(), 0xffff, Path(&root, "version")));
+  header.run_id = msgpack_io::read_string(next_field(data, size, off).get(), Path(&root, "run_id"));
+  header.sender = msgpack_io::read_string(next_field(data, size, off).get(), Path(&root, "sender"));
+  header.sender_generation = msgpack_io::read_unsigned(next_field(data, size, off).get(),
+                                                       std::numeric_limits<std::uint64_t>::max(),
+                                                       Path(&root, "sender_generation"));
   return header;
 }
 
@@ -622,22 +472,20 @@ Envelope decode_envelope(const std::uint8_t* data, std::size_t size,
   std::uint32_t count = 0;
   header = read_header(data, size, off, count);
   if (header->version != kProtocolVersion) {
-    throw Reject{Kind::version_mismatch,
-                 "peer speaks protocol version " + std::to_string(header->version) +
-                     ", this node speaks " + std::to_string(kProtocolVersion)};
+    reject(Kind::version_mismatch, "peer speaks protocol version " +
+                                       std::to_string(header->version) + ", this node speaks " +
+                                       std::to_string(kProtocolVersion));
   }
   if (count != kEnvelopeFieldsV1) {
-    throw Reject{Kind::malformed, "envelope has " + std::to_string(count) + " fields, expected " +
-                                      std::to_string(kEnvelopeFieldsV1)};
+    reject(Kind::malformed, "envelope has " + std::to_string(count) + " fields, expected " +
+                                std::to_string(kEnvelopeFieldsV1));
   }
   const std::uint64_t type =
-      read_unsigned(next_field(data, size, off).get(), 0xff, Path("header.type"));
+      msgpack_io::read_unsigned(next_field(data, size, off).get(), 0xff, Path("header.type"));
   const msgpack::object_handle body = next_field(data, size, off);
-  if (off != size) {
-    throw Reject{Kind::malformed, std::to_string(size - off) + " trailing bytes after the message"};
-  }
+  msgpack_io::expect_end(off, size);
   if (type == 0 || type > std::variant_size_v<Body>) {
-    throw Reject{Kind::malformed, "unknown message type " + std::to_string(type)};
+    reject(Kind::malformed, "unknown message type " + std::to_string(type));
   }
   Envelope envelope;
   envelope.version = header->version;
@@ -646,20 +494,6 @@ Envelope decode_envelope(const std::uint8_t* data, std::size_t size,
   envelope.sender_generation = header->sender_generation;
   envelope.body = read_body_v1(type - 1, body.get());
   return envelope;
-}
-
-// msgpack reports a broken limit by exception type only; say which limit it was.
-std::string overflow_detail(const msgpack::size_overflow& overflow) {
-  if (dynamic_cast<const msgpack::array_size_overflow*>(&overflow)) {
-    return "a list declares more than " + std::to_string(kMaxListLength) + " elements";
-  }
-  if (dynamic_cast<const msgpack::str_size_overflow*>(&overflow)) {
-    return "a string is longer than " + std::to_string(kMaxStringBytes) + " bytes";
-  }
-  if (dynamic_cast<const msgpack::bin_size_overflow*>(&overflow)) {
-    return "a bitset is longer than " + std::to_string(kMaxBitsetBytes) + " bytes";
-  }
-  return "a map or extension value larger than any message uses";
 }
 
 // Names the sender of an oversized message when its header is sound; nothing more.
@@ -675,11 +509,8 @@ std::optional<Header> header_if_readable(const std::uint8_t* data, std::size_t s
 
 DecodeResult decode_checked(const std::uint8_t* data, std::size_t size,
                             std::optional<Header>& header) {
-  if (size > kMaxMessageBytes) {
-    header = header_if_readable(data, size);
-    throw Reject{Kind::too_large,
-                 std::to_string(size) + " bytes, the limit is " + std::to_string(kMaxMessageBytes)};
-  }
+  if (size > kLimits.message_bytes) header = header_if_readable(data, size);
+  msgpack_io::check_size(size, kLimits);
   return decode_envelope(data, size, header);
 }
 
@@ -695,34 +526,21 @@ std::string_view to_string(MessageType type) {
 }
 
 std::string_view to_string(DecodeError::Kind kind) {
-  switch (kind) {
-    case Kind::truncated:
-      return "truncated";
-    case Kind::bad_magic:
-      return "bad_magic";
-    case Kind::malformed:
-      return "malformed";
-    case Kind::too_large:
-      return "too_large";
-    case Kind::version_mismatch:
-      return "version_mismatch";
-  }
-  return "unknown";
+  return msgpack_io::to_string(fault(kind));
 }
 
 std::vector<std::uint8_t> encode(const Envelope& envelope) {
-  ByteSink sink;
-  msgpack::packer<ByteSink> packer(sink);
-  Writer writer(packer);
+  msgpack_io::Writer out;
+  Writer writer(out);
   writer.begin(kEnvelopeFieldsV1);
   writer.field("magic", std::string(kMagic));
   writer.field("version", envelope.version);
   writer.field("run_id", envelope.run_id);
   writer.field("sender", envelope.sender);
   writer.field("sender_generation", envelope.sender_generation);
-  packer.pack_uint8(static_cast<std::uint8_t>(message_type(envelope.body)));
+  out.u64(static_cast<std::uint8_t>(message_type(envelope.body)));
   std::visit([&](const auto& body) { layout(writer, body); }, envelope.body);
-  return std::move(sink.bytes);
+  return out.take();
 }
 
 DecodeResult decode(const std::uint8_t* data, std::size_t size) noexcept {
@@ -730,24 +548,10 @@ DecodeResult decode(const std::uint8_t* data, std::size_t size) noexcept {
   // Every failure below becomes a value: nothing that arrives on the wire may throw past here.
   try {
     return decode_checked(data, size, header);
-  } catch (const Reject& rejected) {
-    return DecodeError{rejected.kind, rejected.detail, std::move(header)};
-  } catch (const msgpack::depth_size_overflow&) {
-    // No valid message nests this deep: a broken or hostile layout, not a big one.
-    return DecodeError{Kind::malformed,
-                       "values nested deeper than " + std::to_string(kMaxBodyDepth) + " levels",
+  } catch (...) {
+    Refusal refusal = msgpack_io::current_refusal();
+    return DecodeError{static_cast<Kind>(refusal.fault), std::move(refusal.detail),
                        std::move(header)};
-  } catch (const msgpack::insufficient_bytes&) {
-    return DecodeError{Kind::truncated, "message ends inside a value", std::move(header)};
-  } catch (const msgpack::size_overflow& overflow) {
-    return DecodeError{Kind::too_large, overflow_detail(overflow), std::move(header)};
-  } catch (const msgpack::unpack_error& error) {
-    return DecodeError{Kind::malformed, std::string("not valid msgpack: ") + error.what(),
-                       std::move(header)};
-  } catch (const std::bad_alloc&) {
-    return DecodeError{Kind::too_large, "out of memory while decoding", std::move(header)};
-  } catch (const std::exception& error) {
-    return DecodeError{Kind::malformed, error.what(), std::move(header)};
   }
 }
 

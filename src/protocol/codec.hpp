@@ -1,5 +1,6 @@
 // The wire codec: every message of messages.hpp to and from msgpack bytes. This file and
-// codec.cpp are the only code that knows the layout; docs/wire-format.md describes it.
+// codec.cpp are the only code that knows the layout; docs/wire-format.md describes it. The
+// bounded msgpack reading and writing underneath is msgpack_io.hpp's, shared with the store.
 //
 //   std::vector<std::uint8_t> bytes = encode(envelope);
 //   DecodeResult r = decode(bytes.data(), bytes.size());

@@ -9,14 +9,16 @@
 // can still be answered with a refusal.
 #include "store/store_codec.hpp"
 
-#include <cstring>
 #include <limits>
-#include <new>
+#include <string_view>
 
-#include <msgpack.hpp>
+#include "protocol/msgpack_io.hpp"
 
 namespace gossip_rdzv::store {
 namespace {
+
+using msgpack_io::ArrayReader;
+using msgpack_io::Path;
 
 constexpr std::uint64_t kTypeRequest = 1;
 constexpr std::uint64_t kTypeResponse = 2;
@@ -24,45 +26,26 @@ constexpr std::size_t kRequestFields = 13;
 constexpr std::size_t kResponseFields = 12;
 constexpr std::size_t kHeaderFields = 6;
 constexpr std::size_t kMemberStatsFields = 5;
-// message > keys/values > one key or value: three levels; one spare.
-constexpr std::size_t kMaxDepth = 4;
-constexpr std::size_t kMaxMapEntries = 0;
-constexpr std::size_t kMaxExtBytes = 0;
 
-const msgpack::unpack_limit kLimits(kMaxKeysPerRequest, kMaxMapEntries, kMaxKeyBytes,
-                                    kMaxStoreMessageBytes, kMaxExtBytes, kMaxDepth);
+// message > keys/values > one key or value: three levels; one spare. Maps and extension
+// values appear in no store message.
+const msgpack_io::Limits kLimits{.message_bytes = kMaxStoreMessageBytes,
+                                 .depth = 4,
+                                 .array_length = kMaxKeysPerRequest,
+                                 .map_entries = 0,
+                                 .str_bytes = kMaxKeyBytes,
+                                 .bin_bytes = kMaxStoreMessageBytes,
+                                 .ext_bytes = 0};
 
-struct Reject {
-  std::string detail;
-};
-
-[[noreturn]] void reject(const std::string& detail) {
-  throw Reject{detail};
+[[noreturn]] void reject(std::string detail) {
+  throw msgpack_io::Refusal{msgpack_io::Fault::malformed, std::move(detail)};
 }
 
-struct ByteSink {
-  std::vector<std::uint8_t> bytes;
-  void write(const char* data, std::size_t size) { bytes.insert(bytes.end(), data, data + size); }
-};
-
-class Packer {
+// msgpack_io::Writer with the store's own rule for strings: they are bounded on the wire, so
+// a longer detail is cut rather than refused.
+class Packer : public msgpack_io::Writer {
  public:
-  Packer() : packer_(sink_) {}
-  void array(std::size_t size) { packer_.pack_array(static_cast<std::uint32_t>(size)); }
-  void str(const std::string& text) {
-    // Strings are bounded on the wire; a longer detail is cut rather than refused.
-    const auto size = static_cast<std::uint32_t>(std::min(text.size(), kMaxKeyBytes));
-    packer_.pack_str(size);
-    packer_.pack_str_body(text.data(), size);
-  }
-  void bin(const Bytes& bytes) {
-    packer_.pack_bin(static_cast<std::uint32_t>(bytes.size()));
-    packer_.pack_bin_body(reinterpret_cast<const char*>(bytes.data()),
-                          static_cast<std::uint32_t>(bytes.size()));
-  }
-  void u64(std::uint64_t number) { packer_.pack_uint64(number); }
-  void i64(std::int64_t number) { packer_.pack_int64(number); }
-  void boolean(bool flag) { flag ? packer_.pack_true() : packer_.pack_false(); }
+  void str(std::string_view text) { Writer::str(text.substr(0, kMaxKeyBytes)); }
   void header(const std::string& run_id, std::uint64_t type) {
     str(kStoreMagic);
     u64(kStoreVersion);
@@ -73,15 +56,6 @@ class Packer {
     array(keys.size());
     for (const auto& key : keys) str(key);
   }
-  void values(const std::vector<Bytes>& values) {
-    array(values.size());
-    for (const auto& value : values) bin(value);
-  }
-  std::vector<std::uint8_t> take() { return std::move(sink_.bytes); }
-
- private:
-  ByteSink sink_;
-  msgpack::packer<ByteSink> packer_;
 };
 
 std::vector<std::uint8_t> encode_request(const StoreRequest& r) {
@@ -94,7 +68,7 @@ std::vector<std::uint8_t> encode_request(const StoreRequest& r) {
   p.boolean(r.at_home);
   p.u64(static_cast<std::uint8_t>(r.op));
   p.keys(r.keys);
-  p.values(r.values);
+  p.bins(r.values);
   p.i64(r.amount);
   p.u64(r.timeout_ms);
   return p.take();
@@ -107,7 +81,7 @@ std::vector<std::uint8_t> encode_response(const StoreResponse& r) {
   p.u64(r.request_id);
   p.str(r.sender);
   p.u64(static_cast<std::uint8_t>(r.status));
-  p.values(r.values);
+  p.bins(r.values);
   p.i64(r.number);
   p.str(r.key);
   p.str(r.detail);
@@ -115,75 +89,7 @@ std::vector<std::uint8_t> encode_response(const StoreResponse& r) {
   return p.take();
 }
 
-// Reads the elements of the top-level array in order, checking each type and range.
-class Fields {
- public:
-  explicit Fields(const msgpack::object& array) : array_(array.via.array) {}
-  std::size_t size() const { return array_.size; }
-
-  std::string str(const char* name) {
-    const msgpack::object& value = next(name);
-    if (value.type != msgpack::type::STR) reject(std::string(name) + ": expected a string");
-    return std::string(value.via.str.ptr, value.via.str.size);
-  }
-  std::uint64_t u64(const char* name,
-                    std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
-    const msgpack::object& value = next(name);
-    if (value.type != msgpack::type::POSITIVE_INTEGER) {
-      reject(std::string(name) + ": expected an unsigned integer");
-    }
-    if (value.via.u64 > max) reject(std::string(name) + ": value out of range");
-    return value.via.u64;
-  }
-  std::int64_t i64(const char* name) {
-    const msgpack::object& value = next(name);
-    if (value.type == msgpack::type::NEGATIVE_INTEGER) return value.via.i64;
-    if (value.type != msgpack::type::POSITIVE_INTEGER ||
-        value.via.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      reject(std::string(name) + ": expected a 64-bit signed integer");
-    }
-    return static_cast<std::int64_t>(value.via.u64);
-  }
-  bool boolean(const char* name) {
-    const msgpack::object& value = next(name);
-    if (value.type != msgpack::type::BOOLEAN) reject(std::string(name) + ": expected a bool");
-    return value.via.boolean;
-  }
-  std::vector<std::string> keys(const char* name) {
-    const msgpack::object& list = next(name);
-    if (list.type != msgpack::type::ARRAY) reject(std::string(name) + ": expected an array");
-    std::vector<std::string> out;
-    // No reserve(): memory grows with elements that parsed, not with the count on the wire.
-    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
-      const msgpack::object& key = list.via.array.ptr[i];
-      if (key.type != msgpack::type::STR) reject(std::string(name) + ": expected strings");
-      out.emplace_back(key.via.str.ptr, key.via.str.size);
-    }
-    return out;
-  }
-  std::vector<Bytes> values(const char* name) {
-    const msgpack::object& list = next(name);
-    if (list.type != msgpack::type::ARRAY) reject(std::string(name) + ": expected an array");
-    std::vector<Bytes> out;
-    for (std::uint32_t i = 0; i < list.via.array.size; ++i) {
-      const msgpack::object& value = list.via.array.ptr[i];
-      if (value.type != msgpack::type::BIN) reject(std::string(name) + ": expected binaries");
-      const auto* begin = reinterpret_cast<const std::uint8_t*>(value.via.bin.ptr);
-      out.emplace_back(begin, begin + value.via.bin.size);
-    }
-    return out;
-  }
-
- private:
-  const msgpack::object& next(const char* name) {
-    if (index_ >= array_.size) reject(std::string(name) + ": missing");
-    return array_.ptr[index_++];
-  }
-  const msgpack::object_array& array_;
-  std::uint32_t index_ = 0;
-};
-
-StoreRequest read_request_header(Fields& fields, std::string run_id) {
+StoreRequest read_request_header(ArrayReader& fields, std::string run_id) {
   StoreRequest request;
   request.run_id = std::move(run_id);
   request.request_id = fields.u64("request_id");
@@ -193,19 +99,19 @@ StoreRequest read_request_header(Fields& fields, std::string run_id) {
 
 // Once the header is read, a bad field is answered (refused, with the reason): a request of a
 // newer client (an op this agent does not know) gets an error, not silence.
-StoreMessage read_request(Fields& fields, std::string run_id,
+StoreMessage read_request(ArrayReader& fields, std::string run_id,
                           std::optional<StoreRequest>& answerable) {
   StoreRequest request = read_request_header(fields, std::move(run_id));
   answerable = request;
-  if (fields.size() != kRequestFields) reject("request: wrong number of fields");
+  fields.expect_size(kRequestFields);
   request.round =
       static_cast<std::uint32_t>(fields.u64("round", std::numeric_limits<std::uint32_t>::max()));
   request.at_home = fields.boolean("at_home");
   const auto op = fields.u64("op", kMaxOp);
-  if (op == 0) reject("op: value 0 is out of range");
+  if (op == 0) reject("store.op: value 0 is out of range 1-" + std::to_string(kMaxOp));
   request.op = static_cast<Op>(op);
-  request.keys = fields.keys("keys");
-  request.values = fields.values("values");
+  request.keys = fields.strs("keys");
+  request.values = fields.bins("values");
   request.amount = fields.i64("amount");
   request.timeout_ms = fields.u64("timeout_ms", kMaxTimeoutMs);
   if (const std::string why =
@@ -216,14 +122,14 @@ StoreMessage read_request(Fields& fields, std::string run_id,
   return request;
 }
 
-StoreMessage read_response(Fields& fields, std::string run_id) {
-  if (fields.size() != kResponseFields) reject("response: wrong number of fields");
+StoreMessage read_response(ArrayReader& fields, std::string run_id) {
+  fields.expect_size(kResponseFields);
   StoreResponse response;
   response.run_id = std::move(run_id);
   response.request_id = fields.u64("request_id");
   response.sender = fields.str("sender");
   response.status = static_cast<Status>(fields.u64("status", kMaxStatus));
-  response.values = fields.values("values");
+  response.values = fields.bins("values");
   response.number = fields.i64("number");
   response.key = fields.str("key");
   response.detail = fields.str("detail");
@@ -233,16 +139,13 @@ StoreMessage read_response(Fields& fields, std::string run_id) {
 
 StoreDecodeResult decode_checked(const std::uint8_t* data, std::size_t size,
                                  std::optional<StoreRequest>& answerable) {
-  if (size > kMaxStoreMessageBytes) reject("message larger than the 4 MiB limit");
-  std::size_t offset = 0;
-  msgpack::object_handle handle =
-      msgpack::unpack(reinterpret_cast<const char*>(data), size, offset, nullptr, nullptr, kLimits);
-  if (offset != size) reject("trailing bytes after the message");
+  const msgpack::object_handle handle = msgpack_io::unpack_whole(data, size, kLimits);
   const msgpack::object& root = handle.get();
   if (root.type != msgpack::type::ARRAY || root.via.array.size < kHeaderFields) {
     reject("not a store message (expected an array of at least 6 fields)");
   }
-  Fields fields(root);
+  const Path path("store");
+  ArrayReader fields(root, path);
   if (fields.str("magic") != kStoreMagic) reject("bad magic: not a gossip-rdzv store message");
   const std::uint64_t version = fields.u64("version");
   std::string run_id = fields.str("run_id");
@@ -260,16 +163,7 @@ StoreDecodeResult decode_checked(const std::uint8_t* data, std::size_t size,
 }  // namespace
 
 bool is_store_message(const std::uint8_t* data, std::size_t size) {
-  // fixarray (0x90-0x9f) or array 16 (0xdc, two length bytes), then fixstr of 4: "GRDS".
-  std::size_t at = 0;
-  if (size >= 1 && (data[0] & 0xf0) == 0x90) {
-    at = 1;
-  } else if (size >= 3 && data[0] == 0xdc) {
-    at = 3;
-  } else {
-    return false;
-  }
-  return size >= at + 5 && data[at] == 0xa4 && std::memcmp(data + at + 1, kStoreMagic, 4) == 0;
+  return msgpack_io::starts_with_magic(data, size, kStoreMagic);
 }
 
 std::vector<std::uint8_t> encode(const StoreMessage& message) {
@@ -281,20 +175,8 @@ StoreDecodeResult decode_store(const std::uint8_t* data, std::size_t size) noexc
   std::optional<StoreRequest> answerable;
   try {
     return decode_checked(data, size, answerable);
-  } catch (const Reject& rejected) {
-    return StoreDecodeError{rejected.detail, std::move(answerable)};
-  } catch (const msgpack::insufficient_bytes&) {
-    return StoreDecodeError{"truncated: the message ends inside a value", std::nullopt};
-  } catch (const msgpack::depth_size_overflow&) {
-    return StoreDecodeError{"values nested deeper than any store message", std::nullopt};
-  } catch (const msgpack::size_overflow&) {
-    return StoreDecodeError{"a key, list or value over its limit", std::nullopt};
-  } catch (const msgpack::unpack_error& error) {
-    return StoreDecodeError{std::string("not valid msgpack: ") + error.what(), std::nullopt};
-  } catch (const std::bad_alloc&) {
-    return StoreDecodeError{"out of memory while decoding", std::nullopt};
-  } catch (const std::exception& error) {
-    return StoreDecodeError{error.what(), std::nullopt};
+  } catch (...) {
+    return StoreDecodeError{msgpack_io::current_refusal().detail, std::move(answerable)};
   }
 }
 
@@ -311,16 +193,11 @@ Bytes encode_member_stats(const MemberStats& stats) {
 
 std::optional<MemberStats> decode_member_stats(const Bytes& bytes) noexcept {
   try {
-    std::size_t offset = 0;
-    msgpack::object_handle handle =
-        msgpack::unpack(reinterpret_cast<const char*>(bytes.data()), bytes.size(), offset, nullptr,
-                        nullptr, kLimits);
-    const msgpack::object& root = handle.get();
-    if (offset != bytes.size() || root.type != msgpack::type::ARRAY ||
-        root.via.array.size != kMemberStatsFields) {
-      return std::nullopt;
-    }
-    Fields fields(root);
+    const msgpack::object_handle handle =
+        msgpack_io::unpack_whole(bytes.data(), bytes.size(), kLimits);
+    const Path path("member_stats");
+    ArrayReader fields(handle.get(), path);
+    fields.expect_size(kMemberStatsFields);
     MemberStats stats;
     stats.member = fields.str("member");
     stats.home_requests = fields.u64("home_requests");

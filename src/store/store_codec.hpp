@@ -3,8 +3,9 @@
 // runtime hands them to the store without the gossip codec ever seeing them. This file and
 // store_codec.cpp are the only code that knows the layout; docs/store.md describes it.
 //
-// Decoding follows the gossip codec's rules: the size, every count and every length are
-// bounded before anything is allocated, and bad input is a value, never an exception.
+// Decoding runs on the protocol's bounded reader (protocol/msgpack_io.hpp) with the store's
+// own limits: the size, every count and every length are bounded before anything is
+// allocated, and bad input is a value, never an exception.
 #pragma once
 
 #include <cstddef>
