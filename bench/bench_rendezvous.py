@@ -28,15 +28,12 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "cluster"))
-from cluster import free_ports  # noqa: E402  (ports below the ephemeral range, free now)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from testlib import Processes, TempDir, built_tool, free_port, free_ports  # noqa: E402
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 
 # The torch side: one process of a c10d rendezvous. Prints a JSON line with its timings.
@@ -65,62 +62,16 @@ if index == 0:
 """
 
 
-def default_binary() -> str:
-    for build in ("build", "build-e2e"):
-        path = REPO / build / "tools" / "gossip-rdzv" / "gossip-rdzv"
-        if path.exists():
-            return str(path)
-    return "gossip-rdzv"
-
-
-class Fleet:
-    """Child processes reaped with os.wait4, so each one's peak RSS is known."""
-
-    def __init__(self) -> None:
-        self.popens: list[subprocess.Popen] = []
-        self.exit: dict[int, tuple[int, float, float]] = {}  # pid -> (code, t, maxrss MiB)
-
-    def spawn(self, args, **kwargs) -> subprocess.Popen:
-        popen = subprocess.Popen(args, stdin=subprocess.DEVNULL, **kwargs)
-        self.popens.append(popen)
-        return popen
-
-    def reap(self) -> None:
-        for popen in self.popens:
-            if popen.pid in self.exit:
-                continue
-            pid, status, usage = os.wait4(popen.pid, os.WNOHANG)
-            if pid:
-                code = os.waitstatus_to_exitcode(status)
-                popen.returncode = code
-                self.exit[pid] = (code, time.monotonic(), usage.ru_maxrss / 1024.0)
-
-    def all_exited(self) -> bool:
-        self.reap()
-        return len(self.exit) == len(self.popens)
-
-    def kill_all(self) -> None:
-        for popen in self.popens:
-            if popen.pid not in self.exit:
-                popen.kill()
-        deadline = time.monotonic() + 10
-        while not self.all_exited() and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-
 def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path) -> dict:
     ports = free_ports(nnodes)
     env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
-    logs = [open(workdir / f"node{i}.err", "wb") for i in range(nnodes)]
-    fleet = Fleet()
-    t0 = time.monotonic()
-    try:
-        for i, port in enumerate(ports):
-            fleet.spawn([binary, "join", "--seed", f"127.0.0.1:{ports[0]}",
-                         "--listen", f"127.0.0.1:{port}", "--nnodes", str(nnodes),
-                         "--run-id", "bench", "--profile", "local", "--join-timeout", "60s",
-                         "--env-file", str(env_files[i]), "--quiet"],
-                        stdout=subprocess.DEVNULL, stderr=logs[i])
+    with Processes(workdir) as fleet:
+        t0 = time.monotonic()
+        procs = [fleet.spawn(f"node{i}", [
+            binary, "join", "--seed", f"127.0.0.1:{ports[0]}", "--listen", f"127.0.0.1:{port}",
+            "--nnodes", str(nnodes), "--run-id", "bench", "--profile", "local",
+            "--join-timeout", "60s", "--env-file", str(env_files[i]), "--quiet"])
+            for i, port in enumerate(ports)]
         t_launched = time.monotonic()
         pending = set(range(nnodes))
         t_files = None
@@ -129,63 +80,50 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path) -> dict:
             pending = {i for i in pending if not env_files[i].exists()}
             if not pending and t_files is None:
                 t_files = time.monotonic()
-            if fleet.all_exited():
+            if all(p.poll() is not None for p in procs):
                 break
             time.sleep(0.002)
         if t_files is None and not pending:
             t_files = time.monotonic()
-    finally:
-        fleet.kill_all()
-        for log in logs:
-            log.close()
-    codes = [fleet.exit[p.pid][0] for p in fleet.popens if p.pid in fleet.exit]
-    failed = [i for i, p in enumerate(fleet.popens) if fleet.exit.get(p.pid, (None,))[0] != 0]
+    codes = [p.poll() for p in procs]
+    failed = [i for i, code in enumerate(codes) if code != 0]
     if failed:
-        err = (workdir / f"node{failed[0]}.err").read_text(errors="replace")[-2000:]
+        err = procs[failed[0]].stderr[-2000:]
         raise RuntimeError(f"N={nnodes}: {len(failed)} nodes failed (exit codes "
-                           f"{sorted(set(codes))}); node{failed[0]} stderr:\n{err}")
+                           f"{sorted(set(map(str, codes)))}); node{failed[0]} stderr:\n{err}")
     if t_files is None:
         raise RuntimeError(f"N={nnodes}: every node exited 0 but not every env file exists")
-    rss = [fleet.exit[p.pid][2] for p in fleet.popens]
     return {
         "launch": t_launched - t0,
         "files": t_files - t0,
-        "exit": max(fleet.exit[p.pid][1] for p in fleet.popens) - t0,
-        "rss": rss,
+        "exit": max(p.ended for p in procs) - t0,
+        "rss": [p.peak_rss_mib for p in procs],
     }
 
 
 def run_torch(nnodes: int, timeout: float, workdir: Path) -> dict:
-    port = free_ports(1)[0]
+    port = free_port()
     script = workdir / "torch_worker.py"
     script.write_text(TORCH_WORKER)
-    outs = [workdir / f"torch{i}.out" for i in range(nnodes)]
-    errs = [workdir / f"torch{i}.err" for i in range(nnodes)]
-    fleet = Fleet()
-    t0 = time.monotonic()
-    try:
-        for i in range(nnodes):
-            with open(outs[i], "wb") as out, open(errs[i], "wb") as err:
-                fleet.spawn([TORCH_PYTHON, str(script), str(i), str(nnodes), str(port),
-                             f"bench{port}"], stdout=out, stderr=err)
-        deadline = t0 + timeout
-        while not fleet.all_exited():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"torch N={nnodes}: not done after {timeout}s")
-            time.sleep(0.01)
-    finally:
-        fleet.kill_all()
+    with Processes(workdir) as fleet:
+        t0 = time.monotonic()
+        procs = [fleet.spawn(f"torch{i}", [TORCH_PYTHON, str(script), str(i), str(nnodes),
+                                           str(port), f"bench{port}"]) for i in range(nnodes)]
+        try:
+            fleet.wait(procs, timeout)
+        except TimeoutError:
+            raise RuntimeError(f"torch N={nnodes}: not done after {timeout}s") from None
     results = []
-    for i in range(nnodes):
-        lines = outs[i].read_text().splitlines()
+    for i, proc in enumerate(procs):
+        lines = proc.stdout.splitlines()
         if not lines:
-            raise RuntimeError(f"torch process {i} failed:\n{errs[i].read_text()[-2000:]}")
+            raise RuntimeError(f"torch process {i} failed:\n{proc.stderr[-2000:]}")
         results.append(json.loads(lines[0]))
     return {
         "rdzv": max(r["return"] for r in results) - max(r["call"] for r in results),
         "span": max(r["return"] for r in results) - min(r["call"] for r in results),
         "e2e": max(r["return"] for r in results) - t0,
-        "rss": [fleet.exit[p.pid][2] for p in fleet.popens],
+        "rss": [p.peak_rss_mib for p in procs],
     }
 
 
@@ -199,7 +137,8 @@ def main() -> int:
     parser.add_argument("sizes", nargs="*", type=int, default=[4, 16, 32, 64],
                         help="numbers of nodes (default: 4 16 32 64)")
     parser.add_argument("--repeats", "-r", type=int, default=3, help="runs per size (3)")
-    parser.add_argument("--binary", default=default_binary(), help="gossip-rdzv to run")
+    parser.add_argument("--binary", default=built_tool("gossip-rdzv", "GOSSIP_RDZV_BIN")
+                        or "gossip-rdzv", help="gossip-rdzv to run")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run (120)")
     parser.add_argument("--torch", action="store_true",
                         help="also time torch's c10d rendezvous handler")
@@ -219,7 +158,7 @@ def main() -> int:
     print(f"# binary: {args.binary}; {args.repeats} runs per size; times in seconds: "
           f"median (min-max)")
     raw: dict = {"gossip": {}, "torch": {}}
-    with tempfile.TemporaryDirectory(prefix="gossip-rdzv-bench-") as tmp:
+    with TempDir("gossip-rdzv-bench-") as tmp:
         if args.only != "torch":
             print(f"{'N':>4}  {'files (s)':<22} {'exit (s)':<22} "
                   f"{'peak RSS max/mean (MiB)':>24}  {'launch (s)':>10}")

@@ -33,17 +33,15 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "cluster"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 import cluster  # noqa: E402  (the process harness of the cluster tests)
+from testlib import REPO, TempDir, free_ports  # noqa: E402
 
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 WORKER = Path(__file__).resolve().parent / "bench_store_worker.py"
@@ -60,7 +58,7 @@ def run_once(n: int, kind: str, args, workdir: Path) -> list[dict]:
     worker = [TORCH_PYTHON, str(WORKER), "--store", kind, "--out", str(out),
               "--ops", str(args.ops), "--repeats", str(args.repeats)]
     with cluster.Cluster(out / "logs") as nodes:
-        ports = cluster.free_ports(n)
+        ports = free_ports(n)
         seed = f"127.0.0.1:{ports[0]}"
         procs = [nodes.spawn(f"node{i}", [
             nodes.bin, "join", "--seed", seed, "--listen", f"127.0.0.1:{port}",
@@ -180,9 +178,8 @@ def main() -> int:
     print(f"bench_store: {started:%Y-%m-%d %H:%M} UTC, commit {git_commit()}, "
           f"{platform.node()}, {os.cpu_count()} CPUs, sizes {args.sizes}, ops {args.ops}, "
           f"repeats {args.repeats}", flush=True)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-store-"))
     summaries = []
-    try:
+    with TempDir("bench-store-", keep=args.keep) as workdir:
         for n in args.sizes:
             for kind in args.stores:
                 t0 = time.monotonic()
@@ -195,11 +192,8 @@ def main() -> int:
                 summaries.append(summarise(n, kind, results))
                 print(f"  N={n} {STORE_NAMES[kind]}: done in {time.monotonic() - t0:.0f} s",
                       flush=True)
-    finally:
         if args.keep:
             print(f"logs and results kept in {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
     print_tables(summaries, args)
     if args.json:
         Path(args.json).write_text(json.dumps(

@@ -43,8 +43,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
-SIM = "build/tools/gossip-rdzv-sim/gossip-rdzv-sim"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from testlib import built_tool  # noqa: E402
+
+# $GOSSIP_RDZV_SIM, else the first build tree's gossip-rdzv-sim.
+SIM = (built_tool("gossip-rdzv-sim", "GOSSIP_RDZV_SIM")
+       or "build/tools/gossip-rdzv-sim/gossip-rdzv-sim")
 GOSSIP_INTERVAL_S = 0.2  # LAN timing of the bench scenario
 
 LINE = re.compile(

@@ -12,26 +12,13 @@ std::uint64_t mix64(std::uint64_t value) {
 // Seeding xoshiro through splitmix64 is what its authors recommend; it never yields the
 // all-zero state. The stream is folded into the seed first.
 Prng::Prng(std::uint64_t seed, std::uint64_t stream)
-    : generator_(seed ^ mix64(stream + 0x5851f42d4c957f2dULL)) {}
-
-std::uint64_t Prng::below(std::uint64_t bound) {
-  if (bound == 0) return 0;
-  // Reject the top partial block so every residue is equally likely.
-  const std::uint64_t limit = UINT64_MAX - (UINT64_MAX % bound);
-  std::uint64_t x = next_u64();
-  while (x >= limit) x = next_u64();
-  return x % bound;
-}
+    : protocol::Prng(seed ^ mix64(stream + 0x5851f42d4c957f2dULL)) {}
 
 std::uint64_t Prng::between(std::uint64_t low, std::uint64_t high) {
   if (high <= low) return low;
   const std::uint64_t span = high - low;
-  if (span == UINT64_MAX) return next_u64();
+  if (span == UINT64_MAX) return next();
   return low + below(span + 1);
-}
-
-double Prng::unit() {
-  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
 }
 
 bool Prng::chance(double probability) {

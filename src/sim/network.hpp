@@ -20,31 +20,23 @@ using protocol::splitmix64;
 /// One splitmix64 step of `value` without state: a good 64-bit mixer.
 std::uint64_t mix64(std::uint64_t value);
 
-/// The simulator's only source of randomness: the core's xoshiro256** (protocol/prng.hpp)
-/// with streams and the distributions a network model needs. No std:: distributions are used
-/// anywhere, because their output differs between standard library versions; a seed must
-/// replay the same run on every machine.
-class Prng {
+/// The simulator's only source of randomness: the core's xoshiro256** (protocol/prng.hpp),
+/// its below() and unit() included, with streams and the distributions a network model
+/// needs on top. No std:: distributions are used anywhere, because their output differs
+/// between standard library versions; a seed must replay the same run on every machine.
+class Prng : public protocol::Prng {
  public:
   /// `stream` separates independent sequences drawn from one run seed.
   explicit Prng(std::uint64_t seed, std::uint64_t stream = 0);
 
-  std::uint64_t next_u64() { return generator_.next(); }
-  /// Uniform in [0, bound); bound 0 gives 0. Unbiased (rejection sampling).
-  std::uint64_t below(std::uint64_t bound);
   /// Uniform in [low, high] (inclusive).
   std::uint64_t between(std::uint64_t low, std::uint64_t high);
-  /// Uniform in [0, 1) with 53 random bits.
-  double unit();
   /// True with probability `probability` (0 never, 1 always).
   bool chance(double probability);
   /// Exponentially distributed with the given mean (inverse transform of unit()).
   double exponential(double mean);
   /// Uniform duration in [low, high].
   Time time_between(Time low, Time high);
-
- private:
-  protocol::Prng generator_;
 };
 
 /// How packets behave between two reachable nodes. Latency is one-way:

@@ -333,7 +333,7 @@ struct Simulator::Impl {
     CoreConfig config;
     Announcement& ann = config.self;
     ann.endpoint = slot.endpoint;
-    ann.node_id = nonzero(ids.next_u64());
+    ann.node_id = nonzero(ids.next());
     ann.generation = slot.generation;
     ann.host = slot_host(index);
     ann.hostname = "node" + std::to_string(index);

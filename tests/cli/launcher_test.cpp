@@ -13,9 +13,10 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <sstream>
 #include <thread>
 #include <vector>
+
+#include "support/temp_dir.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -25,16 +26,8 @@ WorkerSpec shell(const std::string& script,
   return WorkerSpec{{"/bin/sh", "-c", script}, std::move(env)};
 }
 
-std::string temp_path(const std::string& name) {
-  return testing::TempDir() + "launcher_test_" + std::to_string(::getpid()) + "_" + name;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::read_file;
+using testing_support::TempDir;
 
 TEST(LauncherTest, AllSucceedGivesZero) {
   Launcher launcher;
@@ -50,7 +43,8 @@ TEST(LauncherTest, FailingWorkersGiveTheirExitCode) {
 }
 
 TEST(LauncherTest, EnvironmentReachesTheChild) {
-  std::string path = temp_path("env");
+  TempDir dir;
+  const std::string path = (dir.path() / "env").string();
   ::setenv("GOSSIP_RDZV_LAUNCHER_TEST_PARENT", "inherited", 1);
   Launcher launcher;
   ASSERT_EQ(launcher.launch({shell("env > '" + path + "'",
@@ -65,7 +59,6 @@ TEST(LauncherTest, EnvironmentReachesTheChild) {
   EXPECT_NE(env.find("GOSSIP_RDZV_LAUNCHER_TEST_PARENT=overridden"), std::string::npos);
   EXPECT_EQ(env.find("GOSSIP_RDZV_LAUNCHER_TEST_PARENT=inherited"), std::string::npos);
   EXPECT_NE(env.find("PATH="), std::string::npos);  // the rest of our environment
-  std::remove(path.c_str());
 }
 
 TEST(LauncherTest, OneFailureTerminatesASleepingSibling) {
@@ -121,13 +114,13 @@ TEST(LauncherTest, MissingCommandGives127) {
 }
 
 TEST(LauncherTest, NotExecutableGives126) {
-  const std::string path = temp_path("not-executable");
+  TempDir dir;
+  const std::string path = (dir.path() / "not-executable").string();
   std::ofstream(path) << "#!/bin/sh\nexit 0\n";  // mode 0644: even root may not run it
   Launcher launcher;
   EXPECT_EQ(launcher.launch({WorkerSpec{{path}, {}}}), 126);
   EXPECT_NE(launcher.exec_error().find("Permission denied"), std::string::npos)
       << launcher.exec_error();
-  std::remove(path.c_str());
 }
 
 // Gone, or a zombie: a process whose parent died is reaped by whoever adopts it, if at all.
@@ -159,7 +152,8 @@ std::vector<pid_t> read_pids(const std::string& path) {
 // (parent death signal), and so must what the worker started in its process group (the
 // watchdog), well within the bound.
 TEST(LauncherTest, WorkerAndItsChildrenDieWhenTheAgentIsKilled) {
-  const std::string path = temp_path("pids");
+  TempDir dir;
+  const std::string path = (dir.path() / "pids").string();
   const pid_t agent = ::fork();
   ASSERT_GE(agent, 0);
   if (agent == 0) {
@@ -180,7 +174,6 @@ TEST(LauncherTest, WorkerAndItsChildrenDieWhenTheAgentIsKilled) {
         << "process " << pid << " outlived its agent";
     ::kill(pid, SIGKILL);  // when it did, leave nothing behind
   }
-  std::remove(path.c_str());
   // An earlier launch() made this test process a subreaper: it adopted what the agent left
   // (the watchdog, the killed sleep) and must reap them as the agent would have. Both end
   // by themselves: the sleep was killed, the watchdog exits after its bounded kill loop.
@@ -192,12 +185,12 @@ TEST(LauncherTest, WorkerAndItsChildrenDieWhenTheAgentIsKilled) {
 // whether the worker fails, crashes or succeeds; `pid_file` gets the child's pid.
 pid_t leftover_child(const std::string& script_end, int expected_status,
                      std::chrono::milliseconds grace = std::chrono::seconds(30)) {
-  const std::string path = temp_path("leftover");
+  TempDir dir;
+  const std::string path = (dir.path() / "leftover").string();
   Launcher launcher(grace);
   EXPECT_EQ(launcher.launch({shell("sleep 60 & echo $! > '" + path + "'; " + script_end)}), 0);
   EXPECT_EQ(launcher.wait(), expected_status);
   const std::vector<pid_t> pids = read_pids(path);
-  std::remove(path.c_str());
   EXPECT_EQ(pids.size(), 1u);
   return pids.empty() ? -1 : pids[0];
 }
@@ -223,7 +216,8 @@ TEST(LauncherTest, SucceededWorkersLeftoverChildIsStopped) {
 }
 
 TEST(LauncherTest, LeftoverChildIgnoringSigtermGetsSigkillAfterGrace) {
-  const std::string path = temp_path("stubborn");
+  TempDir dir;
+  const std::string path = (dir.path() / "stubborn").string();
   Launcher launcher(std::chrono::milliseconds(200));
   ASSERT_EQ(
       // The worker exits only once its child ignores SIGTERM (it writes the file after its
@@ -234,7 +228,6 @@ TEST(LauncherTest, LeftoverChildIgnoringSigtermGetsSigkillAfterGrace) {
       0);
   EXPECT_EQ(launcher.wait(), 5);
   const std::vector<pid_t> pids = read_pids(path);
-  std::remove(path.c_str());
   ASSERT_EQ(pids.size(), 1u);
   expect_reaped(pids[0]);
 }

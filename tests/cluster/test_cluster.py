@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
+import sys
 import time
 import unittest
 from pathlib import Path
 
-from cluster import REPO, Cluster, check_consistent, free_ports, parse_env_file, wait_until
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from cluster import Cluster, check_consistent  # noqa: E402
+from testlib import REPO, free_port, free_ports, parse_env_file, temp_dir, wait_until  # noqa: E402
 
 # Seconds a healthy rendezvous of up to 8 local nodes may take, generously (2 shared cores,
 # other tests running in parallel).
@@ -26,9 +27,8 @@ CONVERGE_TIMEOUT = 60.0
 
 class ClusterTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-cluster-"))
+        self.tmp = temp_dir(self, "gossip-rdzv-cluster-")
         self.cluster = Cluster(self.tmp)
-        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         self.addCleanup(self.cluster.close)
 
     def members_at(self, node, expected) -> bool:
@@ -128,7 +128,7 @@ class DedicatedSeedTest(ClusterTest):
     """`gossip-rdzv seed`: introduces joiners, is not a member, and is not needed afterwards."""
 
     def start_seed(self, port=None, seed_list=()):
-        port = port or free_ports(1)[0]
+        port = port or free_port()
         args = [self.cluster.bin, "seed", "--listen", f"127.0.0.1:{port}", "--run-id",
                 "cluster-test", "--profile", "local"]
         if seed_list:
@@ -272,7 +272,7 @@ class AdmissionTest(ClusterTest):
         self.assertEqual(check_consistent(self, admitted)["nnodes"], 4)
 
     def test_run_id_mismatch(self):
-        port = free_ports(1)[0]
+        port = free_port()
         seed = [f"127.0.0.1:{port}"]
         alpha = self.cluster.add_node(seed, "2", port=port, run_id="alpha-run",
                                       join_timeout="10s")
@@ -368,7 +368,7 @@ class FailureTest(ClusterTest):
             self.assertIn(expected, result.stdout)
 
     def test_closed_seed_port(self):
-        closed = free_ports(1)[0]  # nothing listens there any more
+        closed = free_port()  # nothing listens there any more
         node = self.cluster.add_node([f"127.0.0.1:{closed}"], "2", join_timeout="2s")
         started = time.monotonic()
         self.assertEqual(self.cluster.wait([node.proc], timeout=30), [4], node.proc.stderr)
@@ -403,7 +403,7 @@ class OutputTest(ClusterTest):
     def test_node_level_env_file(self):
         """Without {local_rank} the env file holds the node-level variables: no RANK when the
         node runs several processes."""
-        port = free_ports(1)[0]
+        port = free_port()
         path = self.tmp / "node.env"
         node = self.cluster.add_node([f"127.0.0.1:{port}"], "1", port=port, nproc=2,
                                      start=False)
@@ -417,7 +417,7 @@ class OutputTest(ClusterTest):
         self.assertNotIn("LOCAL_RANK", env)
 
     def test_unwritable_env_file(self):
-        port = free_ports(1)[0]
+        port = free_port()
         blocker = self.tmp / "a-file"
         blocker.write_text("not a directory\n")
         path = blocker / "rank{local_rank}.env"  # its parent is a regular file
@@ -486,14 +486,14 @@ class OutputTest(ClusterTest):
 
 class WorkerTest(ClusterTest):
     def test_command_exit_status_is_returned(self):
-        port = free_ports(1)[0]
+        port = free_port()
         node = self.cluster.add_node(
             [f"127.0.0.1:{port}"], "1", port=port, nproc=2,
             extra=["--", "/bin/sh", "-c", 'test "$LOCAL_RANK" = 1 && exit 3; exit 0'])
         self.assertEqual(self.cluster.wait([node.proc], timeout=60), [3], node.proc.stderr)
 
     def test_sigterm_reaches_the_workers(self):
-        port = free_ports(1)[0]
+        port = free_port()
         marker = self.tmp / "worker-started"
         node = self.cluster.add_node(
             [f"127.0.0.1:{port}"], "1", port=port, nproc=2,
@@ -506,7 +506,7 @@ class WorkerTest(ClusterTest):
         self.assertEqual(codes, [128 + signal.SIGTERM], node.proc.stderr)
 
     def test_command_gets_the_environment(self):
-        port = free_ports(1)[0]
+        port = free_port()
         out = self.tmp / "worker-env"
         node = self.cluster.add_node(
             [f"127.0.0.1:{port}"], "1", port=port, nproc=2,

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import signal
-import tempfile
+import sys
 import time
 import unittest
 from pathlib import Path
 from typing import Dict, List
 
-from cluster import Cluster, Node, free_ports, parse_env_file, wait_until
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from cluster import Cluster, Node  # noqa: E402
+from testlib import free_ports, parse_env_file, signal_group, temp_dir, wait_until  # noqa: E402
 
 ITERATIONS = int(os.environ.get("GOSSIP_RDZV_KILL_LOOP_ITERATIONS", "20"))
 # How each iteration goes, in turn: node 1 runs workers and is killed the moment its env
@@ -58,8 +59,7 @@ def worker_command(pid_file: Path) -> List[str]:
 
 class KillLoopTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-kill-loop-"))
-        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.tmp = temp_dir(self, "gossip-rdzv-kill-loop-")
         self.outcomes: collections.Counter = collections.Counter()
 
     def test_killed_first_node_restarts_and_outcomes_agree(self):
@@ -176,7 +176,7 @@ class KillLoopTest(unittest.TestCase):
                 wait_until(lambda: pid_gone(pid), timeout=5.0, interval=0.02,
                            what=f"process {pid} of the killed agent's worker to die")
             except TimeoutError as error:
-                os.killpg(os.getpgid(pid), signal.SIGKILL)  # leave nothing behind
+                signal_group(os.getpgid(pid))  # leave nothing behind
                 self.fail(f"node{node.index}: {error}\n{logs}")
 
 

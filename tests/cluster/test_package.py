@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
+import sys
 import unittest
 from pathlib import Path
 
-from cluster import REPO, Cluster, free_ports, parse_env_file
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from cluster import Cluster  # noqa: E402
+from testlib import REPO, free_ports, parse_env_file, temp_dir  # noqa: E402
 
 
 def cmake() -> str:
@@ -23,8 +25,7 @@ def cmake() -> str:
 
 class PackageTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-package-"))
-        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.tmp = temp_dir(self, "gossip-rdzv-package-")
         self.cluster = Cluster(self.tmp / "run")
         self.addCleanup(self.cluster.close)
         self.build_dir = Path(os.environ.get("GOSSIP_RDZV_BUILD_DIR", REPO / "build"))

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "cluster"))
-
+sys.path.insert(0, str(HERE.parent / "support"))
 from cluster import Cluster, check_consistent  # noqa: E402
+from testlib import temp_dir  # noqa: E402
 
 PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
 WORKER = str(HERE / "worker.py")
@@ -28,8 +26,7 @@ TORCH_TIMEOUT = 240.0
 
 class E2ETest(unittest.TestCase):
     def setUp(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="gossip-rdzv-e2e-"))
-        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.tmp = temp_dir(self, "gossip-rdzv-e2e-")
         self.cluster = Cluster(self.tmp)
         self.addCleanup(self.cluster.close)
         self.out = self.tmp / "results"

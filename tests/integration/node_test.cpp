@@ -18,19 +18,19 @@
 
 #include <gtest/gtest.h>
 
-#include "loopback_socket.hpp"
 #include "protocol/codec.hpp"
+#include "support/loopback_socket.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv {
 namespace {
 
 using namespace std::chrono_literals;
-using gossip_rdzv::testing::LoopbackSocket;
+using gossip_rdzv::testing_support::LoopbackSocket;
 using Clock = std::chrono::steady_clock;
 
 std::uint16_t free_port() {
-  return gossip_rdzv::testing::free_loopback_port();
+  return gossip_rdzv::testing_support::free_loopback_port();
 }
 
 std::string loopback(std::uint16_t port) {

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "loopback_socket.hpp"
+#include "support/loopback_socket.hpp"
 
 namespace gossip_rdzv::transport {
 namespace {
 
-using gossip_rdzv::testing::LoopbackSocket;
+using gossip_rdzv::testing_support::LoopbackSocket;
 
 TEST(PortHolder, FindsThisProcessListening) {
   LoopbackSocket listener(LoopbackSocket::Mode::listening);

@@ -9,14 +9,14 @@
 
 #include <gtest/gtest.h>
 
-#include "loopback_socket.hpp"
+#include "support/loopback_socket.hpp"
 
 #include "gossip_rdzv/error.hpp"
 
 namespace gossip_rdzv::transport {
 namespace {
 
-using gossip_rdzv::testing::LoopbackSocket;
+using gossip_rdzv::testing_support::LoopbackSocket;
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;

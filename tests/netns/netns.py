@@ -25,14 +25,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent / "cluster"))
-from cluster import binary, wait_until  # noqa: E402,F401  (re-exported to test_netns)
+sys.path.insert(0, str(HERE.parent / "support"))
+from testlib import TempDir, start, stop  # noqa: E402
 NETNS_ETC = Path("/etc/netns")
 COMMAND_TIMEOUT = 20  # s: any single ip/nft command
 
@@ -86,12 +85,8 @@ class Process:
         self.popen.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGKILL)
-            try:
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        """SIGKILL to its process group (it and what it started), then reaped."""
+        stop(self.popen)
 
 
 class Lab:
@@ -108,7 +103,9 @@ class Lab:
         self.switch = f"{self.prefix}-sw"
         self.namespaces: List[str] = []
         self.processes: List[Process] = []
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
+        # Failing assertions quote the logs they need; set GR_KEEP_NETNS_LOGS=1 to keep all.
+        self.logs = TempDir(f"{self.prefix}-", keep=bool(os.environ.get("GR_KEEP_NETNS_LOGS")))
+        self.workdir = self.logs.path
         try:
             self._build()
         except BaseException:
@@ -187,9 +184,8 @@ class Lab:
         name = name or f"{self.hostname(host)}-{len(self.processes)}"
         log = self.workdir / f"{name}.log"
         with open(log, "wb") as out:
-            popen = subprocess.Popen(self.command(host, args), stdout=out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, **(env or {})})
+            popen = start(self.command(host, args), out, subprocess.STDOUT,
+                          env={**os.environ, **(env or {})})
         process = Process(popen, log, name)
         self.processes.append(process)
         return process
@@ -258,9 +254,7 @@ class Lab:
             NETNS_ETC.rmdir()  # only when empty: other labs may be running
         except OSError:
             pass
-        # Failing assertions quote the logs they need; set GR_KEEP_NETNS_LOGS=1 to keep all.
-        if not os.environ.get("GR_KEEP_NETNS_LOGS"):
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.logs.cleanup()
 
     @staticmethod
     def _kill_namespace_pids(ns: str) -> None:

@@ -18,23 +18,14 @@ import unittest
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from netns import Lab, Process, binary, missing_requirements, wait_until  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "support")]
+from netns import Lab, Process, missing_requirements  # noqa: E402
+from testlib import binary, parse_env_file, wait_until  # noqa: E402
+
 PYTHON = os.environ.get("GR_TEST_PYTHON", "/usr/bin/python3")
 REQUIREMENT = missing_requirements()
 RUN_ID = "netns"
-
-
-def parse_env_file(path: Path) -> Dict[str, str]:
-    values = {}
-    for line in path.read_text().splitlines():
-        line = line.removeprefix("export ").strip()
-        if "=" in line:
-            key, value = line.split("=", 1)
-            values[key] = value.strip("'\"")
-    return values
 
 
 def has_torch() -> bool:

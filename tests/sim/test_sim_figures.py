@@ -10,14 +10,14 @@ import csv
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from testlib import REPO, built_tool, temp_dir  # noqa: E402
+
 SCRIPT = REPO / "bench" / "sim_figures.py"
-SIM = os.environ.get("GOSSIP_RDZV_SIM",
-                     str(REPO / "build" / "tools" / "gossip-rdzv-sim" / "gossip-rdzv-sim"))
+SIM = built_tool("gossip-rdzv-sim", "GOSSIP_RDZV_SIM") or ""
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -30,14 +30,14 @@ def read_csv(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-@unittest.skipUnless(os.access(SIM, os.X_OK), f"{SIM} not built")
+@unittest.skipUnless(os.access(SIM, os.X_OK),
+                     "gossip-rdzv-sim is not built (or set GOSSIP_RDZV_SIM)")
 class SimFiguresTest(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
+        self.tmp = temp_dir(self, "gossip-rdzv-sim-figures-")
 
     def out(self, name: str) -> str:
-        return os.path.join(self.tmp.name, name)
+        return str(self.tmp / name)
 
     def test_seed_nodes_per_and_codec_off(self):
         # N=10 and P=4: K = ceil(10 / 4) = 3; N=3: K = 1.

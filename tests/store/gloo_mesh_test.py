@@ -9,21 +9,17 @@ Run: GLOO_MESH_EXAMPLE=build/examples/gloo_mesh/gloo_mesh_example \
 """
 import os
 import re
-import socket
-import subprocess
-import time
+import sys
 import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from testlib import Processes, free_port, temp_dir  # noqa: E402
 
 PROCESSES = 8
 COUNT = 1_000_000  # floats per rank: 4 MB, long enough a ring for ranks to finish unevenly
 DEADLINE = 60.0  # seconds for the whole group; a healthy run takes a few
 LINE = re.compile(r"gloo_mesh rank (\d+)/(\d+): allreduce sum (\S+) \(expected (\S+)\) ok")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class GlooMeshTest(unittest.TestCase):
@@ -34,27 +30,14 @@ class GlooMeshTest(unittest.TestCase):
         seed_port = free_port()
         seed = f"127.0.0.1:{seed_port}"
         run_id = f"gloo-mesh-test-{os.getpid()}"
-        procs = []
-        try:
-            for i in range(PROCESSES):
-                procs.append(subprocess.Popen(
-                    [example, "--seed", seed, "--nnodes", str(PROCESSES), "--host", "127.0.0.1",
-                     "--port", str(seed_port if i == 0 else 0), "--run-id", run_id,
-                     "--timeout", "40", "--count", str(COUNT)],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-            end = time.monotonic() + DEADLINE
-            outputs = []
-            for i, proc in enumerate(procs):
-                try:
-                    out, _ = proc.communicate(timeout=max(0.1, end - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    self.fail(f"process {i} still running after {DEADLINE} s")
-                outputs.append(out)
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+        group = Processes(temp_dir(self, "gossip-rdzv-gloo-mesh-"))
+        self.addCleanup(group.close)
+        procs = [group.spawn(f"process{i}", [
+            example, "--seed", seed, "--nnodes", str(PROCESSES), "--host", "127.0.0.1",
+            "--port", str(seed_port if i == 0 else 0), "--run-id", run_id,
+            "--timeout", "40", "--count", str(COUNT)]) for i in range(PROCESSES)]
+        group.wait(procs, DEADLINE)
+        outputs = [proc.stdout + proc.stderr for proc in procs]
 
         # Every failed process's output at once: the first to fail is often not the first
         # in process order (a peer that exits early closes the others' gloo connections).

@@ -3,8 +3,6 @@
 // and failures become gloo::IoException carrying the store's message (key and home).
 #include "store/gloo_store.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,37 +15,17 @@
 #include <gloo/common/error.h>
 #include <gtest/gtest.h>
 
-#include "../integration/loopback_socket.hpp"
 #include "gossip_rdzv/node.hpp"
+#include "support/local_group.hpp"
 
 namespace gossip_rdzv {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::uint16_t free_port() {
-  return gossip_rdzv::testing::free_loopback_port();
-}
-
 class GlooStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const std::uint16_t seed_port = free_port();
-    for (std::uint32_t i = 0; i < 2; ++i) {
-      Config config;
-      config.run_id = "gloo-store";
-      config.seeds = {"127.0.0.1:" + std::to_string(seed_port)};
-      config.listen_host = "127.0.0.1";
-      config.listen_port = i == 0 ? seed_port : 0;
-      config.min_nodes = config.max_nodes = 2;
-      config.hostname = "g" + std::to_string(i);
-      config.join_timeout = 20s;
-      config.timing = Timing::local();
-      nodes.push_back(std::make_unique<Node>(config));
-      nodes.back()->start();
-    }
-    for (auto& node : nodes) node->wait();
-  }
+  void SetUp() override { nodes = testing_support::form_local_group("gloo-store", 2, "g"); }
   void TearDown() override {
     for (auto& node : nodes) node->stop();
   }

@@ -2,8 +2,6 @@
 // keys, and clients reach them through any node's agent.
 #include "gossip_rdzv/store.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,17 +15,15 @@
 
 #include <gtest/gtest.h>
 
-#include "../integration/loopback_socket.hpp"
 #include "gossip_rdzv/node.hpp"
+#include "support/local_group.hpp"
 
 namespace gossip_rdzv {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::uint16_t free_port() {
-  return gossip_rdzv::testing::free_loopback_port();
-}
+using testing_support::free_loopback_port;
 
 std::string text(const Store::Bytes& bytes) {
   return std::string(bytes.begin(), bytes.end());
@@ -36,21 +32,7 @@ std::string text(const Store::Bytes& bytes) {
 class StoreNodeTest : public ::testing::Test {
  protected:
   void form(std::uint32_t count) {
-    const std::uint16_t seed_port = free_port();
-    for (std::uint32_t i = 0; i < count; ++i) {
-      Config config;
-      config.run_id = "store-node";
-      config.seeds = {"127.0.0.1:" + std::to_string(seed_port)};
-      config.listen_host = "127.0.0.1";
-      config.listen_port = i == 0 ? seed_port : 0;
-      config.min_nodes = config.max_nodes = count;
-      config.hostname = "n" + std::to_string(i);
-      config.join_timeout = 20s;
-      config.timing = Timing::local();
-      nodes.push_back(std::make_unique<Node>(config));
-      nodes.back()->start();
-    }
-    for (auto& node : nodes) node->wait();
+    nodes = testing_support::form_local_group("store-node", count, "n");
   }
   Store client(std::size_t node, std::chrono::milliseconds timeout = 10s) {
     return Store(*nodes.at(node), timeout);
@@ -131,7 +113,7 @@ TEST_F(StoreNodeTest, TorchSemantics) {
 }
 
 TEST_F(StoreNodeTest, SilentAgentIsReportedAsSuch) {
-  Store store(StoreOptions{"127.0.0.1:" + std::to_string(free_port()), "", 200ms});
+  Store store(StoreOptions{"127.0.0.1:" + std::to_string(free_loopback_port()), "", 200ms});
   try {
     store.set("k", "v");
     FAIL();

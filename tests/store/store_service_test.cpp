@@ -11,17 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "support/store_bytes.hpp"
+
 namespace gossip_rdzv::store {
 namespace {
 
 using namespace std::chrono_literals;
 
-Bytes b(const std::string& text) {
-  return Bytes(text.begin(), text.end());
-}
-std::string s(const Bytes& bytes) {
-  return std::string(bytes.begin(), bytes.end());
-}
+using testing_support::b;
+using testing_support::s;
 
 Assignment view_of(std::size_t nodes) {
   Assignment a;

@@ -6,29 +6,28 @@ Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv /usr/bin/python3 -m uni
      test_bench_store      (from tests/store)
 """
 import json
-import os
 import subprocess
-import tempfile
+import sys
 import unittest
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from testlib import REPO, binary_or_skip, temp_dir  # noqa: E402
+
 TORCH_PYTHON = "/usr/bin/python3"
 OPS = 5
 
 
 class BenchStoreSmokeTest(unittest.TestCase):
     def test_two_processes_one_repeat(self):
-        if not os.environ.get("GOSSIP_RDZV_BIN"):
-            self.skipTest("GOSSIP_RDZV_BIN is not set")
-        with tempfile.TemporaryDirectory() as workdir:
-            figures = Path(workdir) / "figures.json"
-            run = subprocess.run(
-                [TORCH_PYTHON, str(REPO / "bench" / "bench_store.py"), "2", "--ops", str(OPS),
-                 "--repeats", "1", "--timeout", "120", "--json", str(figures)],
-                capture_output=True, text=True, timeout=180)
-            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-            data = json.loads(figures.read_text())
+        binary_or_skip()  # the benchmark finds it the same way
+        figures = temp_dir(self, "gossip-rdzv-bench-store-test-") / "figures.json"
+        run = subprocess.run(
+            [TORCH_PYTHON, str(REPO / "bench" / "bench_store.py"), "2", "--ops", str(OPS),
+             "--repeats", "1", "--timeout", "120", "--json", str(figures)],
+            capture_output=True, text=True, timeout=180)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        data = json.loads(figures.read_text())
         self.assertEqual([(r["n"], r["store"]) for r in data["results"]],
                          [(2, "gossip"), (2, "tcp")])
         for result in data["results"]:

@@ -4,18 +4,15 @@ the Store's operations and errors, and the torch.distributed.Store subclass.
 Run: GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so PYTHONPATH=python \
      /usr/bin/python3 -m unittest -v test_python_package      (from tests/store)
 """
-import socket
+import sys
 import threading
 import unittest
-
+from pathlib import Path
 
 import gossip_rdzv
 
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from testlib import free_port  # noqa: E402
 
 
 class PythonPackageTest(unittest.TestCase):

@@ -13,16 +13,15 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "cluster"))
+sys.path.insert(0, str(HERE.parent / "support"))
 import cluster  # noqa: E402
+import testlib  # noqa: E402
 
 import gossip_rdzv  # noqa: E402
 
@@ -36,12 +35,12 @@ class Agents:
     """NODES `join --serve-store` agents, their endpoints, and client processes."""
 
     def __init__(self):
-        self.clients = []
-        self.workdir = tempfile.TemporaryDirectory(prefix="store-cluster-")
-        self.cluster = cluster.Cluster(Path(self.workdir.name))
+        self.clients = 0
+        self.workdir = testlib.TempDir("store-cluster-")
+        self.cluster = cluster.Cluster(self.workdir.path)
         self.nodes = self.cluster.start_nodes(NODES, run_id=RUN_ID, extra=["--serve-store"])
         try:
-            cluster.wait_until(lambda: all(n.files_written() for n in self.nodes), DEADLINE,
+            testlib.wait_until(lambda: all(n.files_written() for n in self.nodes), DEADLINE,
                                what="every agent to write its env file")
         except TimeoutError:
             logs = self.cluster.logs()
@@ -50,30 +49,24 @@ class Agents:
         self.endpoints = [n.env(0)["GOSSIP_RDZV_STORE"] for n in self.nodes]
 
     def close(self):
-        for client in self.clients:
-            if client.poll() is None:
-                client.kill()
-            client.wait()
-            client.stdout.close()
-        self.cluster.close()
+        self.cluster.close()  # the clients too
         self.workdir.cleanup()
 
     def store(self, index=0):
         return gossip_rdzv.Store(agent=self.endpoints[index], run_id=RUN_ID, timeout=DEADLINE)
 
     def start_client(self, index, *args):
-        client = subprocess.Popen(
+        self.clients += 1
+        return self.cluster.spawn(
+            f"client{self.clients}",
             [sys.executable, str(CLIENT), self.endpoints[index], *map(str, args)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-        self.clients.append(client)
-        return client
 
     def finish(self, client):
         """The client's result (its last JSON line), waiting at most DEADLINE."""
-        output, _ = client.communicate(timeout=DEADLINE)
-        lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-        assert lines, output
+        self.cluster.wait([client], DEADLINE)
+        lines = [json.loads(line) for line in client.stdout.splitlines() if line.startswith("{")]
+        assert lines, client.stdout + client.stderr
         return lines[-1]
 
     def run_client(self, index, *args):
@@ -95,15 +88,14 @@ class Agents:
     def await_parked(self, served_before, parts=1):
         """Waits until the homes applied `parts` more requests than `served_before`: the
         blocking client's request has reached its home and is parked there."""
-        cluster.wait_until(lambda: self.served() >= served_before + parts, DEADLINE,
+        testlib.wait_until(lambda: self.served() >= served_before + parts, DEADLINE,
                            what="the client's request to reach its home")
 
 
 class StoreClusterTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.environ.get("GOSSIP_RDZV_BIN"):
-            raise unittest.SkipTest("GOSSIP_RDZV_BIN is not set")
+        testlib.binary_or_skip()
         cls.agents = Agents()
 
     @classmethod
@@ -160,8 +152,7 @@ class DeadHomeTest(unittest.TestCase):
     store_unavailable naming the key and the home, once the membership declares it dead."""
 
     def setUp(self):
-        if not os.environ.get("GOSSIP_RDZV_BIN"):
-            self.skipTest("GOSSIP_RDZV_BIN is not set")
+        testlib.binary_or_skip()
         self.agents = Agents()
         self.addCleanup(self.agents.close)
 
@@ -224,7 +215,7 @@ class DeadHomeTest(unittest.TestCase):
         finally:
             self.agents.cluster.kill(stalled, signal.SIGCONT)
         for agent in (0, 2):
-            cluster.wait_until(lambda: self.agents.run_client(agent, "get", kept, 5)
+            testlib.wait_until(lambda: self.agents.run_client(agent, "get", kept, 5)
                                == {"value": "kept"}, DEADLINE, interval=0.2,
                                what=f"agent {agent} to take the home back")
 

@@ -7,31 +7,19 @@ Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
      /usr/bin/python3 -m unittest -v test_torch_store      (from tests/store)
 """
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "support"))
+from testlib import Processes, binary_or_skip, free_port, temp_dir  # noqa: E402
+
 PYTHON_DIR = HERE.parent.parent / "python"
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 NODES, NPROC = 4, 2
 DEADLINE = 240.0  # torch takes seconds to import per process on 2 cores
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def binary():
-    path = os.environ.get("GOSSIP_RDZV_BIN")
-    if not path:
-        raise unittest.SkipTest("GOSSIP_RDZV_BIN is not set")
-    return path
 
 
 def agents_export_the_store(gossip_rdzv):
@@ -47,7 +35,7 @@ def agents_export_the_store(gossip_rdzv):
 
 class TorchStoreTest(unittest.TestCase):
     def test_eight_ranks_over_four_nodes_without_master(self):
-        gossip_rdzv = binary()
+        gossip_rdzv = binary_or_skip()
         try:
             import torch  # noqa: F401
         except ImportError:
@@ -65,31 +53,18 @@ class TorchStoreTest(unittest.TestCase):
         seed = f"127.0.0.1:{free_port()}"
         worker = ["env", "-u", "MASTER_ADDR", "-u", "MASTER_PORT", TORCH_PYTHON,
                   str(HERE / "torch_worker.py")]
-        logs = tempfile.TemporaryDirectory()
-        self.addCleanup(logs.cleanup)
-        agents = []
+        agents = Processes(temp_dir(self, "gossip-rdzv-torch-store-"))
+        self.addCleanup(agents.close)
         for index in range(NODES):
             listen = seed if index == 0 else "127.0.0.1:0"
-            out = open(Path(logs.name) / f"node{index}.log", "w+")
-            self.addCleanup(out.close)
-            process = subprocess.Popen(
-                [gossip_rdzv, "join", "--seed", seed, "--listen", listen, "--nnodes", str(NODES),
-                 "--nproc-per-node", str(NPROC), "--run-id", "store-e2e",
-                 "--profile", "local", "--quiet", "--", *worker],
-                env=env, stdout=out, stderr=subprocess.STDOUT)
-            self.addCleanup(lambda p=process: p.poll() is None and p.kill())
-            agents.append((process, out))
+            agents.spawn(f"node{index}", [
+                gossip_rdzv, "join", "--seed", seed, "--listen", listen, "--nnodes", str(NODES),
+                "--nproc-per-node", str(NPROC), "--run-id", "store-e2e",
+                "--profile", "local", "--quiet", "--", *worker], env=env)
 
-        codes = []
-        for process, _ in agents:
-            try:
-                codes.append(process.wait(timeout=DEADLINE))
-            except subprocess.TimeoutExpired:
-                codes.append("timeout")
-        text = ""
-        for index, (_, out) in enumerate(agents):
-            out.seek(0)
-            text += f"--- node{index}\n{out.read()[-4000:]}"
+        codes = agents.wait(agents.procs, DEADLINE)
+        text = "".join(f"--- {proc.name}\n{(proc.stdout + proc.stderr)[-4000:]}"
+                       for proc in agents.procs)
         self.assertEqual(codes, [0] * NODES, text)
         for rank in range(NODES * NPROC):
             self.assertIn(f"STORE-E2E rank {rank} ok", text)

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -14,7 +13,7 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gossip_rdzv::output {
 namespace {
@@ -25,14 +24,8 @@ using testing_support::read_file;
 
 class AtomicFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("atomic_file_test." + std::to_string(getpid()) + "." +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  testing_support::TempDir temp_;
+  const fs::path& dir_ = temp_.path();
 };
 
 TEST_F(AtomicFile, CreatesDirectoriesAndWrites) {
@@ -45,7 +38,6 @@ TEST_F(AtomicFile, CreatesDirectoriesAndWrites) {
 }
 
 TEST_F(AtomicFile, RelativePathInCurrentDirectory) {
-  fs::create_directories(dir_);
   const fs::path old = fs::current_path();
   fs::current_path(dir_);
   write_file_atomically("plain.txt", "x", "test file", "--test");
@@ -54,7 +46,6 @@ TEST_F(AtomicFile, RelativePathInCurrentDirectory) {
 }
 
 TEST_F(AtomicFile, ErrorNamesPathStepOsErrorAndFix) {
-  fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "x";
   const std::string p = (dir_ / "file" / "sub" / "f.txt").string();
   try {

@@ -9,37 +9,20 @@
 #include <string>
 
 #include "gossip_rdzv/error.hpp"
-#include "temp_dir.hpp"
+#include "support/sample_assignment.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gossip_rdzv {
 namespace {
 
 namespace fs = std::filesystem;
 
-NodeEntry node(std::uint32_t rank, std::uint32_t offset, std::uint32_t nproc,
-               const std::string& host) {
-  NodeEntry n;
-  n.node_rank = rank;
-  n.rank_offset = offset;
-  n.nproc = nproc;
-  n.host = host;
-  n.endpoint = host + ":29400";
-  n.hostname = "node" + std::to_string(rank);
-  n.node_id = 42 + rank;
-  return n;
-}
+using testing_support::sample_assignment;
+using testing_support::sample_node;
 
 // Two nodes: rank 0 runs 4 processes, rank 1 runs 2; this node is rank 1.
 Assignment two_nodes() {
-  Assignment a;
-  a.run_id = "job42";
-  a.round = 3;
-  a.world_size = 6;
-  a.master_addr = "10.0.0.1";
-  a.master_port = 29500;
-  a.nodes = {node(0, 0, 4, "10.0.0.1"), node(1, 4, 2, "10.0.0.2")};
-  a.my_node_rank = 1;
-  return a;
+  return sample_assignment(3, {sample_node(0, 0, 4, "10.0.0.1"), sample_node(1, 4, 2, "10.0.0.2")});
 }
 
 Assignment single_proc() {

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
-#include "temp_dir.hpp"
+#include "support/sample_assignment.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gossip_rdzv {
 namespace {
@@ -176,12 +177,7 @@ Json parse(const std::string& text) {
 // ---- fixtures -------------------------------------------------------------------------------
 NodeEntry node(std::uint32_t rank, std::uint32_t offset, std::uint32_t nproc,
                const std::string& host, const std::string& hostname) {
-  NodeEntry n;
-  n.node_rank = rank;
-  n.rank_offset = offset;
-  n.nproc = nproc;
-  n.host = host;
-  n.endpoint = host + ":29400";
+  NodeEntry n = testing_support::sample_node(rank, offset, nproc, host);
   n.hostname = hostname;
   n.node_id = 18446744073709551557ull;  // largest 64-bit prime: beyond a double's precision
   n.generation = 2 + rank;
@@ -189,15 +185,8 @@ NodeEntry node(std::uint32_t rank, std::uint32_t offset, std::uint32_t nproc,
 }
 
 Assignment sample() {
-  Assignment a;
-  a.run_id = "job42";
-  a.round = 1;
-  a.world_size = 9;
-  a.master_addr = "10.0.0.1";
-  a.master_port = 29500;
-  a.nodes = {node(0, 0, 8, "10.0.0.1", "node7"), node(1, 8, 1, "10.0.0.2", "node66")};
-  a.my_node_rank = 1;
-  return a;
+  return testing_support::sample_assignment(
+      1, {node(0, 0, 8, "10.0.0.1", "node7"), node(1, 8, 1, "10.0.0.2", "node66")});
 }
 
 TEST(MembershipJson, ExactDocument) {

@@ -1,4 +1,4 @@
-// Scratch directories and file reading for the tests that write files.
+// Scratch directories and file reading for the C++ tests that write files.
 #pragma once
 
 #include <gtest/gtest.h>

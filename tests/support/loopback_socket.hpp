@@ -1,5 +1,5 @@
-// A plain TCP socket bound on 127.0.0.1 with an OS-picked port, for integration tests that
-// need a port held by "another program" (listening) or a port known to refuse (bound only).
+// A plain TCP socket bound on 127.0.0.1 with an OS-picked port, for tests that need a port
+// held by "another program" (listening) or a port known to refuse (bound only).
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-namespace gossip_rdzv::testing {
+namespace gossip_rdzv::testing_support {
 
 class LoopbackSocket {
  public:
@@ -47,4 +47,4 @@ inline std::uint16_t free_loopback_port() {
   return LoopbackSocket(LoopbackSocket::Mode::bound_only).port();
 }
 
-}  // namespace gossip_rdzv::testing
+}  // namespace gossip_rdzv::testing_support

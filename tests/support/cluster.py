@@ -1,8 +1,8 @@
 """A harness that runs many real `gossip-rdzv` processes on loopback and checks what they wrote.
 
 Used by the cluster tests (tests/cluster), the end-to-end and store tests (tests/e2e,
-tests/store), the network-namespace lab (tests/netns: binary, wait_until) and the benchmarks
-(bench/: free_ports, the process harness). Standard library only; run with /usr/bin/python3.
+tests/store) and the benchmarks (bench/). Built on testlib.py (processes, ports, waiting);
+standard library only; run with /usr/bin/python3.
 
 Every process is started with a log file for stdout and stderr, waited for with a deadline,
 and killed by `Cluster.close()` (call it from tearDown / a `with` block), so a hung node can
@@ -11,19 +11,11 @@ never outlive its test.
 from __future__ import annotations
 
 import json
-import os
-import random
-import shlex
-import signal
-import socket
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+from testlib import Proc, Processes, binary, free_port, free_ports, parse_env_file
 
 # Every variable a per-rank env file holds (DESIGN.md "Output"); GLOO_SOCKET_IFNAME is
 # checked separately since it is only written where the interface can be known.
@@ -34,123 +26,6 @@ RANK_VARS = (
 )
 NODE_KEYS = ("node_rank", "rank_offset", "nproc", "host", "endpoint", "hostname", "node_id",
              "generation")
-
-
-def binary() -> str:
-    """The gossip-rdzv binary under test: $GOSSIP_RDZV_BIN (set by CTest), else build/."""
-    path = os.environ.get("GOSSIP_RDZV_BIN")
-    if not path:
-        for build in ("build", "build-e2e", "build-lead"):
-            candidate = REPO / build / "tools" / "gossip-rdzv" / "gossip-rdzv"
-            if candidate.exists():
-                path = str(candidate)
-                break
-    if not path or not os.access(path, os.X_OK):
-        raise RuntimeError(
-            f"gossip-rdzv binary not found ({path!r}); build it or set GOSSIP_RDZV_BIN")
-    return path
-
-
-def _ephemeral_range() -> range:
-    try:
-        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-        return range(low, high + 1)
-    except (OSError, ValueError):
-        return range(32768, 61000)
-
-
-# Ports we hand out come from below the kernel's ephemeral range: the OS never gives those to
-# outgoing connections or to bind(port 0) (which is how nodes pick a free MASTER_PORT), so a
-# port that was free when we checked it stays free until the node binds it, even with many
-# nodes connecting to each other and other tests running side by side. 29400-29499 is left
-# to the demo and to users.
-_PORT_POOL = [p for p in range(20000, 32768) if not 29400 <= p < 29500
-              and p not in _ephemeral_range()]
-_rng = random.Random(os.getpid() ^ time.monotonic_ns())
-
-
-def free_ports(count: int) -> List[int]:
-    """`count` distinct loopback TCP ports, outside the ephemeral range, free right now."""
-    ports: List[int] = []
-    for candidate in _rng.sample(_PORT_POOL, min(len(_PORT_POOL), 50 * count + 50)):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-        ports.append(candidate)
-        if len(ports) == count:
-            return ports
-    raise RuntimeError(f"could not find {count} free loopback ports")
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str = "condition",
-               interval: float = 0.02) -> None:
-    """Polls `predicate` until it holds; raises TimeoutError naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def parse_env_file(path: Path) -> Dict[str, str]:
-    """Reads KEY=VALUE or `export KEY=VALUE` lines; values may be shell-quoted."""
-    result: Dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):]
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ValueError(f"{path}: not a KEY=VALUE line: {line!r}")
-        words = shlex.split(value) if value else [""]
-        result[key] = words[0] if words else ""
-    return result
-
-
-@dataclass
-class Proc:
-    """One process started by the cluster, with its logs."""
-    name: str
-    args: List[str]
-    popen: subprocess.Popen
-    stdout_path: Path
-    stderr_path: Path
-    started: float
-    returncode: Optional[int] = None
-    ended: Optional[float] = None
-    rusage: Optional[object] = None
-
-    def poll(self) -> Optional[int]:
-        if self.returncode is None:
-            # os.wait4 reaps the child and gives its peak RSS (the benchmark reports it).
-            try:
-                pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
-            except ChildProcessError:
-                pid = 0
-                code = self.popen.poll()
-                if code is not None:
-                    self.returncode, self.ended = code, time.monotonic()
-                return self.returncode
-            if pid != 0:
-                self.returncode = os.waitstatus_to_exitcode(status)
-                self.popen.returncode = self.returncode
-                self.ended = time.monotonic()
-                self.rusage = usage
-        return self.returncode
-
-    @property
-    def stdout(self) -> str:
-        return self.stdout_path.read_text(errors="replace")
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
 
 
 @dataclass
@@ -194,36 +69,10 @@ class Node:
 
 
 @dataclass
-class Cluster:
-    """Starts gossip-rdzv processes under `workdir` and cleans them up in `close()`."""
-    workdir: Path
+class Cluster(Processes):
+    """Starts gossip-rdzv nodes (and any other process) under `workdir`; close() ends them."""
     bin: str = field(default_factory=binary)
-    procs: List[Proc] = field(default_factory=list)
     nodes: List[Node] = field(default_factory=list)
-
-    def __enter__(self) -> "Cluster":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # -- processes -------------------------------------------------------------------------
-    def spawn(self, name: str, args: Sequence[str], env: Optional[dict] = None) -> Proc:
-        """Starts `args` with stdout/stderr in workdir/<name>.out|.err."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        out = self.workdir / f"{name}.out"
-        err = self.workdir / f"{name}.err"
-        with open(out, "wb") as fout, open(err, "wb") as ferr:
-            popen = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=fout,
-                                     stderr=ferr, env=env, start_new_session=True)
-        proc = Proc(name, list(args), popen, out, err, time.monotonic())
-        self.procs.append(proc)
-        return proc
-
-    def run(self, args: Sequence[str], timeout: float = 30.0) -> subprocess.CompletedProcess:
-        """Runs a short command (usage errors, `members`) to completion, bounded."""
-        return subprocess.run(list(args), stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout)
 
     def add_node(self, seeds: Iterable[str], nnodes: str, nproc: int = 1,
                  port: Optional[int] = None, extra: Sequence[str] = (),
@@ -232,7 +81,7 @@ class Cluster:
         """Declares (and by default starts) one `gossip-rdzv join` node on 127.0.0.1."""
         index = len(self.nodes) + 1
         if port is None:
-            port = free_ports(1)[0]
+            port = free_port()
         node = Node(index, port, nproc, self.workdir / f"node{index}")
         node.dir.mkdir(parents=True, exist_ok=True)
         node.args = [
@@ -270,43 +119,9 @@ class Cluster:
             self.start_node(node)
         return nodes
 
-    def wait(self, procs: Iterable[Proc], timeout: float) -> List[int]:
-        """Waits until every process in `procs` exited; raises TimeoutError (with the logs of
-        the ones still running) after `timeout` seconds."""
-        procs = list(procs)
-        try:
-            wait_until(lambda: all(p.poll() is not None for p in procs), timeout,
-                       what="processes to exit")
-        except TimeoutError:
-            running = [p for p in procs if p.poll() is None]
-            details = "\n".join(f"--- {p.name} still running; stderr:\n{p.stderr[-3000:]}"
-                                for p in running)
-            raise TimeoutError(
-                f"{len(running)} of {len(procs)} processes still running after {timeout}s\n"
-                f"{details}") from None
-        return [p.returncode for p in procs]  # type: ignore[misc]
-
     def wait_nodes(self, nodes: Optional[Iterable[Node]] = None, timeout: float = 60.0) -> List[int]:
         nodes = list(nodes) if nodes is not None else self.nodes
         return self.wait([n.proc for n in nodes], timeout)  # type: ignore[misc]
-
-    def kill(self, proc: Proc, sig: int = signal.SIGKILL) -> None:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.popen.pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def close(self) -> None:
-        """Kills (SIGKILL, whole process group) and reaps every process still running."""
-        for proc in self.procs:
-            self.kill(proc)
-        for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    proc.popen.wait(timeout=10)
-                except (subprocess.TimeoutExpired, ChildProcessError):
-                    pass
 
     def logs(self, nodes: Optional[Iterable[Node]] = None) -> str:
         """Every node's exit status and stderr, for assertion messages."""
