@@ -387,23 +387,13 @@ DoctorItem check_hostname(const SeedCheck* seed, const DoctorReport& report, Doc
 
 // ---- output --------------------------------------------------------------------------------
 
+// The most fundamental failure first (DoctorReport::exit_code); any other code comes last.
 int severity(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::usage:
-      return 0;
-    case ErrorCode::seed_unresolved:
-      return 1;
-    case ErrorCode::seed_unreachable:
-      return 2;
-    case ErrorCode::listen_failed:
-      return 3;
-    case ErrorCode::run_id_mismatch:
-      return 4;
-    case ErrorCode::version_mismatch:
-      return 5;
-    default:
-      return 6;
-  }
+  static constexpr ErrorCode kOrder[] = {
+      ErrorCode::usage,         ErrorCode::seed_unresolved, ErrorCode::seed_unreachable,
+      ErrorCode::listen_failed, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch};
+  return static_cast<int>(std::find(std::begin(kOrder), std::end(kOrder), code) -
+                          std::begin(kOrder));
 }
 
 const DoctorItem* blocking_item(const DoctorReport& report) {
