@@ -2,16 +2,12 @@
 // scripted probe for what loopback cannot produce (silence, no route, another version).
 #include "doctor.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <map>
 #include <memory>
 
+#include "../integration/loopback_socket.hpp"
 #include "cli_options.hpp"
 #include "gossip_rdzv/node.hpp"
 
@@ -24,38 +20,13 @@ using gossip_rdzv::cli::DoctorProbe;
 using gossip_rdzv::cli::DoctorReport;
 using gossip_rdzv::cli::SystemProbe;
 using gossip_rdzv::cli::Verdict;
+using gossip_rdzv::testing::LoopbackSocket;
 using gossip_rdzv::transport::ProbeOutcome;
 using std::chrono::milliseconds;
 
-/// A TCP socket bound (and, when asked, listening) on 127.0.0.1 with an OS-picked port.
-class LoopbackSocket {
- public:
-  explicit LoopbackSocket(bool listening) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    if (listening) {
-      EXPECT_EQ(::listen(fd_, 4), 0);
-    }
-    socklen_t length = sizeof address;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-  }
-  ~LoopbackSocket() { ::close(fd_); }
-  LoopbackSocket(const LoopbackSocket&) = delete;
-  LoopbackSocket& operator=(const LoopbackSocket&) = delete;
-  std::uint16_t port() const { return port_; }
-
- private:
-  int fd_;
-  std::uint16_t port_ = 0;
-};
-
 /// A port nothing listens on: bound, then closed.
-std::uint16_t closed_port() {
-  LoopbackSocket socket(false);
-  return socket.port();
+std::uint16_t free_loopback_port() {
+  return gossip_rdzv::testing::free_loopback_port();
 }
 
 std::unique_ptr<gossip_rdzv::Node> start_seed(const std::string& run_id) {
@@ -94,7 +65,7 @@ std::string dump(const DoctorReport& report) {
 // ---- real sockets on loopback --------------------------------------------------------------
 
 TEST(DoctorTest, ClosedSeedPortIsRefused) {
-  const std::string seed = "127.0.0.1:" + std::to_string(closed_port());
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port());
   SystemProbe probe;
   const auto report = gossip_rdzv::cli::run_doctor(loopback_options(seed), probe);
   const DoctorItem* reach = find_item(report, "reach");
@@ -137,7 +108,7 @@ TEST(DoctorTest, WrongRunIdIsAMismatch) {
 }
 
 TEST(DoctorTest, BusyListenPortNamesThisProcess) {
-  LoopbackSocket holder(true);
+  LoopbackSocket holder(LoopbackSocket::Mode::listening);
   auto node = start_seed("doctor-test");
   DoctorOptions options = loopback_options(node->endpoint());
   options.listen_port = holder.port();
@@ -155,7 +126,7 @@ TEST(DoctorTest, BusyListenPortNamesThisProcess) {
 }
 
 TEST(DoctorTest, BusyMasterPortFails) {
-  LoopbackSocket holder(true);
+  LoopbackSocket holder(LoopbackSocket::Mode::listening);
   auto node = start_seed("doctor-test");
   DoctorOptions options = loopback_options(node->endpoint());
   options.master_port = holder.port();
@@ -195,7 +166,7 @@ TEST(DoctorTest, UnresolvableSeedName) {
 }
 
 TEST(DoctorTest, JsonHasTheSameItems) {
-  const std::string seed = "127.0.0.1:" + std::to_string(closed_port());
+  const std::string seed = "127.0.0.1:" + std::to_string(free_loopback_port());
   SystemProbe probe;
   const auto report = gossip_rdzv::cli::run_doctor(loopback_options(seed), probe);
   const std::string json = gossip_rdzv::cli::doctor_json(report);
