@@ -82,7 +82,8 @@ constexpr std::uint32_t kMaxNodes = static_cast<std::uint32_t>(protocol::kMaxLis
 // More local workers than any machine runs; keeps the world size far from overflow.
 constexpr std::uint32_t kMaxProcsPerNode = 1'000'000;
 
-const char* const kNnodesForm = "N or MIN:MAX with 1 <= MIN <= MAX, e.g. 4 or 2:8";
+const char* const kNnodesForm = "N or MIN:MAX with 1 <= MIN <= MAX <= 65536, e.g. 4 or 2:8";
+static_assert(kMaxNodes == 65536, "kNnodesForm names the limit");
 
 std::string ms_text(milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
@@ -118,8 +119,7 @@ std::optional<ConfigProblem> find_sizes_problem(const Config& config) {
     return ConfigProblem{
         "node_rank", "--node-rank", std::to_string(config.node_rank),
         config.node_rank < -1 ? "must be -1 (none) or a rank" : "must be below the node count",
-        "0 to " + std::to_string(config.max_nodes - 1) +
-            ", below the --nnodes MAX, or none"};
+        "0 to " + std::to_string(config.max_nodes - 1) + ", below the --nnodes MAX, or none"};
   }
   return std::nullopt;
 }

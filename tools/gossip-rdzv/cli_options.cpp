@@ -3,6 +3,7 @@
 // rules Node and the C API apply too, judges the values. Every option is declared as a
 // string so that every bad value is reported by our own message (option, value, expected
 // form) rather than CLI11's generic "Could not convert".
+// Over 600 lines because most of it is help text, kept beside the flags it describes.
 #include "cli_options.hpp"
 
 #include <CLI/CLI.hpp>
