@@ -334,8 +334,9 @@ DoctorItem check_route(const SeedCheck& seed, const DoctorOptions& options, Doct
   report.advertise = listen_fixed ? options.listen_host : route->source;
   report.gloo_socket_ifname =
       listen_fixed ? output::interface_for_address(report.advertise).value_or("") : route->ifname;
-  // As join does (node.cpp): a seed *name* that maps to loopback here (Debian's 127.0.1.1
-  // for the host name) must not make this node advertise loopback to the others.
+  // As join does (runtime::choose_advertise_host): a seed *name* that maps to loopback here
+  // (Debian's 127.0.1.1 for the host name) must not make this node advertise loopback to the
+  // others.
   if (!listen_fixed && is_loopback(route->source) && !is_loopback(seed.given.host) &&
       seed.given.host != "localhost") {
     const auto outward = probe.route_to(is_ipv6(seed.dial_ip) ? "2001:db8::1" : "192.0.2.1");
