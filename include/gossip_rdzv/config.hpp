@@ -1,11 +1,14 @@
 // Configuration of a gossip-rdzv node. Every field has a documented default; the presets
-// (lan(), local(), wan()) only change protocol timing.
+// (lan(), local(), wan()) only change protocol timing. validate() holds every rule a config
+// must meet; Node, the C API and the gossip-rdzv command all check it there.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gossip_rdzv {
@@ -14,8 +17,8 @@ using std::chrono::milliseconds;
 
 /// Protocol timing and fan-out. Defaults follow hashicorp/memberlist's LAN profile
 /// (probe 1 s, gossip 200 ms to 3 nodes); new information is also pushed at once, so these
-/// periods bound recovery from loss rather than the speed of a healthy rendezvous. Node's
-/// constructor rejects (ErrorCode::usage) a period that is not positive and a zero fan-out.
+/// periods bound recovery from loss rather than the speed of a healthy rendezvous.
+/// validate() rejects a period that is not positive and a zero fan-out or probe_rounds.
 struct Timing {
   milliseconds gossip_interval{200};  ///< periodic push of recent updates to `gossip_fanout` peers
   std::uint32_t gossip_fanout = 3;    ///< peers per gossip push (periodic and immediate)
@@ -54,6 +57,8 @@ struct Timing {
   static Timing lan();
   static Timing local();  ///< one machine, loopback: 10x faster periods
   static Timing wan();
+  /// The preset named "lan", "local" or "wan" (--profile); nullopt for any other name.
+  static std::optional<Timing> profile(std::string_view name);
 };
 
 /// A node's configuration. `seeds` and the sizes are the only fields without a usable default.
@@ -75,5 +80,36 @@ struct Config {
   std::uint64_t rng_seed = 0;   ///< 0: seeded from the OS; fixed only for tests
   bool dedicated_seed = false;  ///< only introduce joiners, never a member (`seed` command)
 };
+
+/// A rule of validate() that a config breaks, in parts, so that each front end can word it
+/// in its own terms: the command line names its flag and the text it was given.
+struct ConfigProblem {
+  std::string field;     ///< the Config field, e.g. "min_nodes" or "timing.probe_interval"
+  std::string option;    ///< the gossip-rdzv flag that sets it, e.g. "--nnodes"; "" for none
+  std::string value;     ///< the field's value as text
+  std::string problem;   ///< what is wrong, e.g. "must be at least 1"
+  std::string expected;  ///< what is accepted, e.g. "a whole number from 1 to 1000000"
+
+  /// "config min_nodes '0' (--nnodes): must be at least 1 (expected N or MIN:MAX ...)".
+  std::string message() const;
+};
+
+/// The first rule `config` breaks, or nullopt. The rules:
+///   run_id          1 to 64 letters, digits, '.', '_' or '-' (find_run_id_problem)
+///   min/max_nodes   1 <= min_nodes <= max_nodes <= 65536 (the nodes a round can hold)
+///   nproc_per_node  1 to 1000000
+///   node_rank       -1 (none) or below max_nodes
+///   seeds           at least one unless dedicated_seed; each "host[:port]" or "[v6][:port]"
+///   advertise_host  empty, or a host name or address without port, brackets or spaces
+///   timing          every period positive; gossip_fanout and probe_rounds at least 1
+///   join_timeout    positive
+std::optional<ConfigProblem> find_problem(const Config& config);
+
+/// The run id rule alone, for a caller that needs no other field (a members query).
+std::optional<ConfigProblem> find_run_id_problem(const std::string& run_id);
+
+/// Throws Error (error.hpp) with ErrorCode::usage and find_problem()'s message() when
+/// `config` breaks a rule; returns when it breaks none.
+void validate(const Config& config);
 
 }  // namespace gossip_rdzv

@@ -47,7 +47,8 @@ struct Progress {
 
 class Node {
  public:
-  /// Checks the config. Throws Error(usage) naming the bad field.
+  /// Checks the config with validate() (config.hpp). Throws Error(usage) naming the bad
+  /// field, its gossip-rdzv flag and the accepted form.
   explicit Node(Config config);
   /// Stops the node if it is still running.
   ~Node();

@@ -19,6 +19,7 @@
 #include "gossip_rdzv/error.hpp"
 #include "gossip_rdzv/node.hpp"
 #include "gossip_rdzv/store.hpp"
+#include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
 
@@ -144,15 +145,13 @@ std::string bad_value(const std::string& name, const std::string& value, const s
   return "config " + name + "='" + value + "' is invalid: " + how;
 }
 
+// Parsed as the command line parses them (protocol/config_text.hpp); their ranges are
+// gossip_rdzv::validate()'s, which gossip_rdzv_node_new applies through Node.
 int set_nnodes(gossip_rdzv::Config& config, const std::string& value) {
-  const auto colon = value.find(':');
-  const auto min = parse_number<std::uint32_t>(std::string_view(value).substr(0, colon));
-  const auto max = colon == std::string::npos
-                       ? min
-                       : parse_number<std::uint32_t>(std::string_view(value).substr(colon + 1));
-  if (!min || !max) return usage(bad_value("nnodes", value, "use N or MIN:MAX, e.g. 4 or 2:8"));
-  config.min_nodes = *min;
-  config.max_nodes = *max;
+  const auto counts = gossip_rdzv::protocol::parse_nnodes(value);
+  if (!counts) return usage(bad_value("nnodes", value, "use N or MIN:MAX, e.g. 4 or 2:8"));
+  config.min_nodes = counts->min_nodes;
+  config.max_nodes = counts->max_nodes;
   return GOSSIP_RDZV_OK;
 }
 
@@ -165,11 +164,9 @@ int set_duration(milliseconds& field, const std::string& name, const std::string
 }
 
 int set_listen(gossip_rdzv::Config& config, const std::string& value) {
-  gossip_rdzv::protocol::EndpointRules rules;
-  rules.default_host = "0.0.0.0";
-  rules.allow_port_zero = true;
   std::string why;
-  const auto parsed = gossip_rdzv::protocol::parse_endpoint(value, &why, rules);
+  const auto parsed =
+      gossip_rdzv::protocol::parse_endpoint(value, &why, gossip_rdzv::protocol::listen_rules());
   if (!parsed) return usage(bad_value("listen", value, why));
   config.listen_host = parsed->host;
   config.listen_port = parsed->port;
@@ -204,15 +201,9 @@ int set_field(gossip_rdzv::Config& config, const std::string& name, const std::s
   } else if (name == "last_call") {
     return set_duration(config.last_call, name, value);
   } else if (name == "timing") {
-    if (value == "lan") {
-      config.timing = gossip_rdzv::Timing::lan();
-    } else if (value == "local") {
-      config.timing = gossip_rdzv::Timing::local();
-    } else if (value == "wan") {
-      config.timing = gossip_rdzv::Timing::wan();
-    } else {
-      return usage(bad_value(name, value, "use lan, local or wan"));
-    }
+    const auto timing = gossip_rdzv::Timing::profile(value);
+    if (!timing) return usage(bad_value(name, value, "use lan, local or wan"));
+    config.timing = *timing;
   } else if (name == "hostname") {
     config.hostname = value;
   } else {

@@ -1,15 +1,13 @@
 #include "runtime/seed_resolver.hpp"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <future>
-#include <memory>
 
 #include <spdlog/fmt/fmt.h>
 
 #include "gossip_rdzv/error.hpp"
 #include "transport/interface.hpp"
+#include "protocol/config_text.hpp"
+#include "transport/name_resolution.hpp"
 #include "transport/socket_address.hpp"
 #include "transport/tcp_probe.hpp"
 
@@ -20,11 +18,8 @@ using protocol::Endpoint;
 using transport::is_ipv6;
 using transport::is_local_ip;
 using transport::is_loopback;
-using transport::numeric_host;
 using transport::route_source;
 
-// The documented default gossip port (config.hpp): a seed given without ":PORT" uses it.
-constexpr std::uint16_t kDefaultPort = 29400;
 // One TCP connection attempt per silent seed when explaining a timeout. On a LAN, an
 // address with no host behind it fails with EHOSTUNREACH only after ARP gives up (~3 s):
 // a shorter probe would report that "no route" as a firewall dropping packets.
@@ -41,34 +36,17 @@ std::string endpoint_text(const std::string& host, std::uint16_t port) {
 }
 
 std::optional<Endpoint> parse_seed(const std::string& text, std::string* error) {
-  protocol::EndpointRules rules;
-  rules.default_port = kDefaultPort;
-  return protocol::parse_endpoint(text, error, rules);
+  return protocol::parse_endpoint(text, error, protocol::seed_rules());
 }
 
-/// The numeric address `host` resolves to, preferring the family we listen on (a name such
-/// as localhost can resolve to ::1 first while we only listen on IPv4).
 std::optional<std::string> resolve_host(const std::string& host, bool prefer_ipv6,
                                         std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  if (status != 0) {
-    if (error) *error = ::gai_strerror(status);
+  const auto resolution = transport::resolve_addresses(host);
+  if (resolution.addresses.empty()) {
+    if (error) *error = resolution.error;
     return std::nullopt;
   }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(raw, ::freeaddrinfo);
-  const int preferred = prefer_ipv6 ? AF_INET6 : AF_INET;
-  const addrinfo* chosen = list.get();
-  for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
-    if (a->ai_family == preferred) {
-      chosen = a;
-      break;
-    }
-  }
-  return numeric_host(chosen->ai_addr, chosen->ai_addrlen);
+  return transport::preferred_address(resolution.addresses, prefer_ipv6);
 }
 
 std::vector<SeedAddress> resolve_seeds(const Config& config, spdlog::logger& log) {

@@ -102,7 +102,10 @@ std::optional<PortHolder> find_port_holder(std::uint16_t port) {
 }
 
 std::string describe_port_holder(std::uint16_t port) {
-  const auto holder = find_port_holder(port);
+  return describe(find_port_holder(port));
+}
+
+std::string describe(const std::optional<PortHolder>& holder) {
   if (!holder) return "by another process (not visible from here)";
   std::string text = "by pid " + std::to_string(holder->pid);
   if (!holder->command_line.empty()) text += " (" + holder->command_line + ")";

@@ -19,7 +19,10 @@ struct PortHolder {
 std::optional<PortHolder> find_port_holder(std::uint16_t port);
 
 /// "by pid 1234 (python3 -m http.server 29400)", or "by another process (not visible from
-/// here)" when find_port_holder finds nothing.
+/// here)" when there is no `holder`.
+std::string describe(const std::optional<PortHolder>& holder);
+
+/// describe(find_port_holder(port)).
 std::string describe_port_holder(std::uint16_t port);
 
 }  // namespace gossip_rdzv::transport

@@ -242,6 +242,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{join_args({"--format", "yaml"}), {"--format 'yaml'", "env, export or json"}},
         BadInput{join_args({"--profile", "fast"}), {"--profile 'fast'", "lan, local or wan"}},
         BadInput{join_args({"--run-id", "my job"}), {"--run-id 'my job'"}},
+        // The rules Node applies (gossip_rdzv::validate), worded with the flag and its text.
+        BadInput{join_args({"--run-id", "job#1"}), {"--run-id 'job#1'", "1 to 64 letters"}},
+        BadInput{join_args({"--join-timeout", "0"}), {"--join-timeout '0'", "must be positive"}},
+        BadInput{{"join", "--seed", "n:1", "--nnodes", "70000"}, {"--nnodes '70000'", "65536"}},
+        BadInput{{"seed", "--listen", ":1", "--run-id", "a/b"}, {"--run-id 'a/b'"}},
+        BadInput{{"members", "--seed", "n:1", "--run-id", ""}, {"--run-id ''", "is empty"}},
         BadInput{join_args({"--advertise", "10.0.0.5:29400"}), {"--advertise '10.0.0.5:29400'"}},
         BadInput{join_args({"--nnodes"}), {"--nnodes needs a value"}},
         BadInput{join_args({"--env-file", "a", "--env-file", "b"}),

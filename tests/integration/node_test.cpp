@@ -103,7 +103,7 @@ TEST(NodeConfig, RejectsEachBadFieldNamingIt) {
        },
        "MIN <= MAX"},
       {"nproc zero", [](Config& c) { c.nproc_per_node = 0; }, "nproc"},
-      {"rank too big", [](Config& c) { c.node_rank = 4; }, "node_rank 4"},
+      {"rank too big", [](Config& c) { c.node_rank = 4; }, "node_rank '4'"},
       {"no seeds", [](Config& c) { c.seeds.clear(); }, "--seed"},
       {"bad seed", [](Config& c) { c.seeds = {"node0:99999"}; }, "node0:99999"},
       {"empty run id", [](Config& c) { c.run_id = ""; }, "run_id"},

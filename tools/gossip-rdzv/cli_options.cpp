@@ -1,23 +1,25 @@
-// Parsing is split in two: CLI11 recognises flags and collects their raw text, then
-// small validators turn each text into a typed value. Every option is declared as a string
-// so that every bad value is reported by our own message (option, value, expected form)
-// rather than CLI11's generic "Could not convert".
+// Parsing is split in three: CLI11 recognises flags and collects their raw text, small
+// parsers turn each text into a typed value, and gossip_rdzv::find_problem (config.hpp), the
+// rules Node and the C API apply too, judges the values. Every option is declared as a
+// string so that every bad value is reported by our own message (option, value, expected
+// form) rather than CLI11's generic "Could not convert".
+// Over 600 lines because most of it is help text, kept beside the flags it describes.
 #include "cli_options.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <sstream>
 
+#include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
-
-constexpr std::uint16_t kDefaultPort = 29400;
 
 const std::map<std::string, std::string>& synopses() {
   static const std::map<std::string, std::string> table = {
@@ -100,12 +102,12 @@ std::optional<std::uint64_t> to_unsigned(const std::string& text) {
   fail(option, value, error, error.find("expected") == std::string::npos ? expected : "");
 }
 
+// Its range is find_problem's to judge; this only keeps the value in the field's type.
 std::uint32_t parse_count(const std::string& option, const std::string& text,
                           const std::string& expected) {
   auto value = to_unsigned(text);
   if (!value) fail(option, text, "not a whole number", expected);
-  if (*value == 0) fail(option, text, "must be at least 1", expected);
-  if (*value > 1'000'000) fail(option, text, "is too large", expected);
+  if (*value > UINT32_MAX) fail(option, text, "is too large", expected);
   return static_cast<std::uint32_t>(*value);
 }
 
@@ -140,22 +142,18 @@ std::vector<std::string> split_commas(const std::vector<std::string>& values) {
 std::vector<std::string> parse_seeds(const std::vector<std::string>& raw) {
   const std::string expected = "HOST:PORT[,HOST:PORT...], e.g. node0:29400";
   if (raw.empty()) throw UsageError{"--seed is required (expected " + expected + ")"};
-  protocol::EndpointRules rules;
-  rules.default_port = kDefaultPort;
   std::vector<std::string> seeds;
   for (const auto& item : split_commas(raw)) {
     if (item.empty()) fail("--seed", item, "empty seed address", expected);
-    seeds.push_back(protocol::to_string(parse_endpoint_option("--seed", item, rules, expected)));
+    seeds.push_back(protocol::to_string(
+        parse_endpoint_option("--seed", item, protocol::seed_rules(), expected)));
   }
   return seeds;
 }
 
 void apply_listen(const std::string& text, Config& config) {
-  protocol::EndpointRules rules;
-  rules.default_host = "0.0.0.0";
-  rules.allow_port_zero = true;
-  auto endpoint =
-      parse_endpoint_option("--listen", text, rules, "[HOST]:PORT, e.g. :29400 or 10.0.0.5:29400");
+  auto endpoint = parse_endpoint_option("--listen", text, protocol::listen_rules(),
+                                        "[HOST]:PORT, e.g. :29400 or 10.0.0.5:29400");
   config.listen_host = endpoint.host;
   config.listen_port = endpoint.port;
 }
@@ -163,23 +161,14 @@ void apply_listen(const std::string& text, Config& config) {
 void parse_nnodes(const std::string& text, Config& config, std::vector<std::string>& warnings) {
   const std::string expected = "N or MIN:MAX, e.g. 4 or 2:8";
   if (text.empty()) throw UsageError{"--nnodes is required (expected " + expected + ")"};
-  auto colon = text.find(':');
-  if (colon == std::string::npos) {
-    config.min_nodes = config.max_nodes = parse_count("--nnodes", text, expected);
-    return;
-  }
-  auto min = to_unsigned(text.substr(0, colon));
-  auto max = to_unsigned(text.substr(colon + 1));
-  if (!min || !max) fail("--nnodes", text, "not a node count or range", expected);
-  if (*min == 0) fail("--nnodes", text, "MIN must be at least 1", expected);
-  if (*min > *max) fail("--nnodes", text, "MIN must not exceed MAX", expected);
-  if (*max > 1'000'000) fail("--nnodes", text, "MAX is too large", expected);
-  config.min_nodes = static_cast<std::uint32_t>(*min);
-  config.max_nodes = static_cast<std::uint32_t>(*max);
+  const auto counts = protocol::parse_nnodes(text);
+  if (!counts) fail("--nnodes", text, "not a node count or range", expected);
+  config.min_nodes = counts->min_nodes;
+  config.max_nodes = counts->max_nodes;
   // docs/protocol.md, "Quorum base": two groups of MIN or more fit under MAX together when
   // 2*MIN <= MAX. They can never both agree, but the one without a majority of the seed
   // list waits, which a user should expect rather than meet.
-  if (2 * *min <= *max) {
+  if (2 * std::uint64_t{counts->min_nodes} <= counts->max_nodes) {
     warnings.push_back("--nnodes " + text +
                        ": MIN is at most half of MAX, so a partition can leave two groups of "
                        "MIN or more; only the one holding a majority of the --seed list can "
@@ -193,7 +182,7 @@ std::int32_t parse_node_rank(const std::string& text, std::uint32_t max_nodes) {
   const std::string expected = "0 to " + std::to_string(max_nodes - 1) + ", below the --nnodes MAX";
   auto value = to_unsigned(text);
   if (!value) fail("--node-rank", text, "not a whole number", expected);
-  if (*value >= max_nodes) fail("--node-rank", text, "must be below the node count", expected);
+  if (*value > INT32_MAX) fail("--node-rank", text, "is too large", expected);
   return static_cast<std::int32_t>(*value);
 }
 
@@ -204,33 +193,10 @@ std::uint16_t parse_port(const std::string& option, const std::string& text) {
   return static_cast<std::uint16_t>(*value);
 }
 
-std::string parse_run_id(const std::string& text) {
-  const std::string expected = "1-128 printable characters without spaces";
-  bool printable =
-      std::all_of(text.begin(), text.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; });
-  if (text.empty() || text.size() > 128 || !printable) fail("--run-id", text, "invalid", expected);
-  return text;
-}
-
-std::string parse_advertise(const std::string& text) {
-  if (text.empty()) return text;
-  const std::string expected = "a host name or address of this machine, without a port";
-  bool has_space =
-      std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
-  if (has_space) fail("--advertise", text, "contains spaces or control characters", expected);
-  // One colon is "host:port"; an IPv6 address has at least two.
-  if (std::count(text.begin(), text.end(), ':') == 1) {
-    fail("--advertise", text, "looks like HOST:PORT", expected);
-  }
-  if (text.front() == '[') fail("--advertise", text, "brackets are not needed", expected);
-  return text;
-}
-
 Timing parse_profile(const std::string& text) {
-  if (text == "lan") return Timing::lan();
-  if (text == "local") return Timing::local();
-  if (text == "wan") return Timing::wan();
-  fail("--profile", text, "unknown profile", "lan, local or wan");
+  const auto timing = Timing::profile(text);
+  if (!timing) fail("--profile", text, "unknown profile", "lan, local or wan");
+  return *timing;
 }
 
 OutputFormat parse_format(const std::string& text, Command command) {
@@ -468,6 +434,24 @@ std::string describe_extras(const std::vector<std::string>& extras) {
   return "unexpected argument '" + first + "' (a command to run goes after '--')";
 }
 
+// The text the user gave for the option a ConfigProblem names, so that the message quotes
+// it as typed ("--nnodes '5:3'") rather than as stored.
+std::string given_text(const RawOptions& raw, const ConfigProblem& problem) {
+  const std::map<std::string, const std::string*> given = {
+      {"--nnodes", &raw.nnodes},       {"--nproc-per-node", &raw.nproc},
+      {"--node-rank", &raw.node_rank}, {"--run-id", &raw.run_id},
+      {"--advertise", &raw.advertise}, {"--join-timeout", &raw.join_timeout}};
+  const auto found = given.find(problem.option);
+  return found == given.end() ? problem.value : *found->second;
+}
+
+// The rules every front end shares (config.hpp), worded as the command line's own errors.
+void check(const std::optional<ConfigProblem>& problem, const RawOptions& raw) {
+  if (!problem) return;
+  fail(problem->option.empty() ? problem->field : problem->option, given_text(raw, *problem),
+       problem->problem, problem->expected);
+}
+
 CliOptions build_join(const RawOptions& raw) {
   CliOptions options;
   options.command = Command::join;
@@ -475,15 +459,16 @@ CliOptions build_join(const RawOptions& raw) {
   config.seeds = parse_seeds(raw.seeds);
   parse_nnodes(raw.nnodes, config, options.warnings);
   apply_listen(raw.listen.empty() ? ":29400" : raw.listen, config);
-  config.advertise_host = parse_advertise(raw.advertise);
+  config.advertise_host = raw.advertise;
   config.nproc_per_node = parse_count("--nproc-per-node", raw.nproc, "a whole number >= 1");
-  config.run_id = parse_run_id(raw.run_id);
+  config.run_id = raw.run_id;
   config.node_rank = parse_node_rank(raw.node_rank, config.max_nodes);
   config.master_port = parse_port("--master-port", raw.master_port);
   config.join_timeout = parse_duration_option("--join-timeout", raw.join_timeout);
   config.last_call = parse_duration_option("--last-call", raw.last_call);
   config.timing = parse_profile(raw.profile);
   options.profile = raw.profile;
+  check(find_problem(config), raw);
   options.format = parse_format(raw.format.empty() ? "env" : raw.format, Command::join);
   if (raw.env_file_given) check_path("--env-file", raw.env_file);
   if (raw.membership_file_given) check_path("--membership-file", raw.membership_file);
@@ -502,9 +487,10 @@ CliOptions build_seed(const RawOptions& raw) {
   apply_listen(raw.listen, options.config);
   options.config.dedicated_seed = true;
   if (!raw.seeds.empty()) options.config.seeds = parse_seeds(raw.seeds);
-  options.config.run_id = parse_run_id(raw.run_id);
+  options.config.run_id = raw.run_id;
   options.config.timing = parse_profile(raw.profile);
   options.profile = raw.profile;
+  check(find_problem(options.config), raw);
   return options;
 }
 
@@ -515,11 +501,10 @@ CliOptions build_members(const RawOptions& raw) {
   if (raw.seeds.size() != 1) {
     throw UsageError{"--seed must be given exactly once (expected " + expected + ")"};
   }
-  protocol::EndpointRules rules;
-  rules.default_port = kDefaultPort;
-  options.query_endpoint =
-      protocol::to_string(parse_endpoint_option("--seed", raw.seeds.front(), rules, expected));
-  options.config.run_id = parse_run_id(raw.run_id);
+  options.query_endpoint = protocol::to_string(
+      parse_endpoint_option("--seed", raw.seeds.front(), protocol::seed_rules(), expected));
+  options.config.run_id = raw.run_id;
+  check(find_run_id_problem(raw.run_id), raw);
   options.format = parse_format(raw.format.empty() ? "table" : raw.format, Command::members);
   options.query_timeout = parse_duration_option("--timeout", raw.timeout);
   if (options.query_timeout.count() == 0) {
@@ -534,7 +519,8 @@ CliOptions build_doctor(const RawOptions& raw) {
   options.config.seeds = parse_seeds(raw.seeds);
   apply_listen(raw.listen.empty() ? ":29400" : raw.listen, options.config);
   options.config.master_port = parse_port("--master-port", raw.master_port);
-  options.config.run_id = parse_run_id(raw.run_id);
+  options.config.run_id = raw.run_id;
+  check(find_problem(options.config), raw);
   options.format = parse_format(raw.format.empty() ? "text" : raw.format, Command::doctor);
   options.query_timeout = parse_duration_option("--timeout", raw.timeout);
   if (options.query_timeout.count() == 0) {

@@ -1,50 +1,34 @@
 #include "doctor.hpp"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <memory>
+#include <variant>
 
 #include <spdlog/fmt/fmt.h>
 
 #include "gossip_rdzv/node.hpp"
 #include "output/membership_json.hpp"
 #include "protocol/endpoint.hpp"
-#include "transport/file_descriptor.hpp"
 #include "transport/interface.hpp"
+#include "runtime/seed_resolver.hpp"
 #include "transport/socket_address.hpp"
+#include "transport/tcp_bind.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
 
 using std::chrono::milliseconds;
 
-// join's default seed port (config.hpp), for seeds given without ":PORT".
-constexpr std::uint16_t kDefaultPort = 29400;
-
-using transport::FileDescriptor;
+// As join judges them (runtime/seed_resolver.hpp).
+using runtime::endpoint_text;
+using runtime::is_wildcard;
 using transport::is_ipv6;
 using transport::is_loopback;
-using transport::numeric_address;
-using transport::numeric_host;
-using transport::SocketAddress;
 
 bool is_numeric(const std::string& host) {
-  return numeric_address(host, 0).has_value();
-}
-
-bool is_wildcard(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "*";
-}
-
-std::string endpoint_text(const std::string& host, std::uint16_t port) {
-  return protocol::to_string(protocol::Endpoint{host, port, is_ipv6(host)});
+  return transport::numeric_address(host, 0).has_value();
 }
 
 std::string seconds_text(milliseconds duration) {
@@ -55,13 +39,6 @@ std::string join_list(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
-}
-
-std::string holder_text(const std::optional<transport::PortHolder>& holder) {
-  if (!holder) return "by another process (not visible from here)";
-  std::string text = "by pid " + std::to_string(holder->pid);
-  if (!holder->command_line.empty()) text += " (" + holder->command_line + ")";
-  return text;
 }
 
 bool is_gossip_rdzv(const std::optional<transport::PortHolder>& holder) {
@@ -90,14 +67,6 @@ struct SeedCheck {
   std::vector<DoctorItem> items;
 };
 
-/// The address join dials: the first of the listen family (node.cpp resolve_host).
-std::string dial_address(const std::vector<std::string>& addresses, bool prefer_ipv6) {
-  for (const auto& address : addresses) {
-    if (is_ipv6(address) == prefer_ipv6) return address;
-  }
-  return addresses.front();
-}
-
 std::string families_text(const std::vector<std::string>& addresses) {
   std::vector<std::string> labelled;
   for (const auto& address : addresses) {
@@ -117,7 +86,8 @@ void check_resolution(SeedCheck& seed, const DoctorOptions& options, DoctorProbe
                     "`), or give the seed's address, e.g. 10.0.0.5:29400 or [fd00::5]:29400"));
     return;
   }
-  seed.dial_ip = dial_address(resolution.addresses, is_ipv6(options.listen_host));
+  // The address join dials (runtime::resolve_host): the first of the listen family.
+  seed.dial_ip = transport::preferred_address(resolution.addresses, is_ipv6(options.listen_host));
   const std::string finding = is_numeric(seed.given.host)
                                   ? seed.given.host + " is an address; nothing to resolve"
                                   : seed.given.host + " resolves to " +
@@ -212,10 +182,8 @@ void check_handshake(SeedCheck& seed, const DoctorOptions& options, DoctorProbe&
 SeedCheck check_seed(const std::string& text, const DoctorOptions& options, DoctorProbe& probe) {
   SeedCheck seed;
   seed.text = text;
-  protocol::EndpointRules rules;
-  rules.default_port = kDefaultPort;
   std::string why;
-  auto given = protocol::parse_endpoint(text, &why, rules);
+  auto given = runtime::parse_seed(text, &why);
   if (!given) {
     seed.items.push_back(failure("resolve", text, ErrorCode::usage,
                                  "'" + text + "' is not HOST:PORT: " + why,
@@ -277,7 +245,7 @@ DoctorItem port_item(const std::string& check, const std::string& subject, std::
   }
   if (state.error == EADDRINUSE) {
     const std::string finding =
-        "port " + std::to_string(port) + " is already in use " + holder_text(state.holder);
+        "port " + std::to_string(port) + " is already in use " + transport::describe(state.holder);
     if (check == "listen port" && is_gossip_rdzv(state.holder)) {
       return item(check, subject, Verdict::warn, finding,
                   "fine if that is this job's node; a second node on this machine needs "
@@ -364,11 +332,11 @@ DoctorItem check_route(const SeedCheck& seed, const DoctorOptions& options, Doct
                         interface_text(route->ifname) + " from " + route->source;
   const bool listen_fixed = !is_wildcard(options.listen_host);
   report.advertise = listen_fixed ? options.listen_host : route->source;
-  report.gloo_socket_ifname = listen_fixed
-                                  ? transport::interface_for_address(report.advertise).value_or("")
-                                  : route->ifname;
-  // As join does (node.cpp): a seed *name* that maps to loopback here (Debian's 127.0.1.1
-  // for the host name) must not make this node advertise loopback to the others.
+  report.gloo_socket_ifname =
+      listen_fixed ? transport::interface_for_address(report.advertise).value_or("") : route->ifname;
+  // As join does (runtime::choose_advertise_host): a seed *name* that maps to loopback here
+  // (Debian's 127.0.1.1 for the host name) must not make this node advertise loopback to the
+  // others.
   if (!listen_fixed && is_loopback(route->source) && !is_loopback(seed.given.host) &&
       seed.given.host != "localhost") {
     const auto outward = probe.route_to(is_ipv6(seed.dial_ip) ? "2001:db8::1" : "192.0.2.1");
@@ -420,23 +388,13 @@ DoctorItem check_hostname(const SeedCheck* seed, const DoctorReport& report, Doc
 
 // ---- output --------------------------------------------------------------------------------
 
+// The most fundamental failure first (DoctorReport::exit_code); any other code comes last.
 int severity(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::usage:
-      return 0;
-    case ErrorCode::seed_unresolved:
-      return 1;
-    case ErrorCode::seed_unreachable:
-      return 2;
-    case ErrorCode::listen_failed:
-      return 3;
-    case ErrorCode::run_id_mismatch:
-      return 4;
-    case ErrorCode::version_mismatch:
-      return 5;
-    default:
-      return 6;
-  }
+  static constexpr ErrorCode kOrder[] = {
+      ErrorCode::usage,         ErrorCode::seed_unresolved, ErrorCode::seed_unreachable,
+      ErrorCode::listen_failed, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch};
+  return static_cast<int>(std::find(std::begin(kOrder), std::end(kOrder), code) -
+                          std::begin(kOrder));
 }
 
 const DoctorItem* blocking_item(const DoctorReport& report) {
@@ -464,17 +422,9 @@ std::string lower(const char* text) {
 }  // namespace
 
 const char* to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::pass:
-      return "PASS";
-    case Verdict::warn:
-      return "WARN";
-    case Verdict::fail:
-      return "FAIL";
-    case Verdict::skip:
-      return "SKIP";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"PASS", "WARN", "FAIL", "SKIP"};  // Verdict's order
+  const auto index = static_cast<std::size_t>(verdict);
+  return index < std::size(kNames) ? kNames[index] : "?";
 }
 
 int DoctorReport::exit_code() const {
@@ -485,26 +435,7 @@ int DoctorReport::exit_code() const {
 // ---- SystemProbe ---------------------------------------------------------------------------
 
 DoctorProbe::Resolution SystemProbe::resolve(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  Resolution out;
-  if (status != 0) {
-    out.error = ::gai_strerror(status);
-    return out;
-  }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(raw, ::freeaddrinfo);
-  for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
-    std::string text = numeric_host(a->ai_addr, a->ai_addrlen);
-    if (!text.empty() &&
-        std::find(out.addresses.begin(), out.addresses.end(), text) == out.addresses.end()) {
-      out.addresses.push_back(std::move(text));
-    }
-  }
-  if (out.addresses.empty()) out.error = "no address";
-  return out;
+  return transport::resolve_addresses(host);
 }
 
 transport::ProbeResult SystemProbe::connect(const std::string& ip, std::uint16_t port,
@@ -533,54 +464,27 @@ DoctorProbe::Handshake SystemProbe::handshake(const std::string& endpoint,
 
 DoctorProbe::PortState SystemProbe::bind_port(const std::string& ip, std::uint16_t port) {
   PortState state;
-  const auto address = numeric_address(ip, port);
-  if (!address) {
-    state.error = EADDRNOTAVAIL;
-    return state;
-  }
-  FileDescriptor fd(::socket(address->family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) {
-    state.error = errno;
-    return state;
-  }
-  // As ZeroMQ and torch's TCPStore do: a TIME_WAIT leftover is no conflict, a listener is.
-  const int reuse = 1;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
-  if (::bind(fd.get(), address->get(), address->length) != 0) {
-    state.error = errno;
+  const auto bound = transport::try_bind_tcp(ip, port);
+  if (const auto* error = std::get_if<int>(&bound)) {
+    state.error = *error;
     if (state.error == EADDRINUSE) state.holder = transport::find_port_holder(port);
   }
   return state;
 }
 
 std::optional<DoctorProbe::Route> SystemProbe::route_to(const std::string& ip) {
-  const auto target = numeric_address(ip, 9);  // 9: discard; a UDP connect sends nothing
-  if (!target) return std::nullopt;
-  FileDescriptor fd(::socket(target->family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0 || ::connect(fd.get(), target->get(), target->length) != 0) return std::nullopt;
-  SocketAddress local;
-  local.length = sizeof local.storage;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local.storage), &local.length) != 0) {
-    return std::nullopt;
-  }
-  Route route;
-  route.source = numeric_host(local.get(), local.length);
-  if (route.source.empty()) return std::nullopt;
-  route.ifname = transport::interface_for_address(route.source).value_or("");
-  return route;
+  auto source = transport::route_source(ip);
+  if (!source) return std::nullopt;
+  const std::string ifname = transport::interface_for_address(*source).value_or("");
+  return Route{std::move(*source), ifname};
 }
 
 bool SystemProbe::is_local_address(const std::string& ip) {
-  const auto address = numeric_address(ip, 0);
-  if (!address) return false;
-  FileDescriptor fd(::socket(address->family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  return fd.get() >= 0 && ::bind(fd.get(), address->get(), address->length) == 0;
+  return transport::is_local_ip(ip);
 }
 
 std::string SystemProbe::hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
+  return transport::local_hostname().value_or("localhost");
 }
 
 // ---- run_doctor ----------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 // reports each as PASS / WARN / FAIL / SKIP with the fix.
 //
 // The checks ask the system through DoctorProbe, so tests can run them against loopback
-// (SystemProbe) or against a scripted probe for the cases loopback cannot produce.
+// (SystemProbe, a thin adapter over src/transport/, which does the socket and name work) or
+// against a scripted probe for the cases loopback cannot produce. This file keeps the checks'
+// logic and the report.
 #pragma once
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
+#include "transport/name_resolution.hpp"
 #include "transport/port_holder.hpp"
 #include "transport/tcp_probe.hpp"
 
@@ -58,10 +61,8 @@ class DoctorProbe {
  public:
   virtual ~DoctorProbe() = default;
 
-  struct Resolution {
-    std::vector<std::string> addresses;  ///< numeric, in getaddrinfo order, no duplicates
-    std::string error;                   ///< gai_strerror text when empty
-  };
+  /// Every address of a name, numeric, in getaddrinfo order, or the resolver's error.
+  using Resolution = transport::Resolution;
   virtual Resolution resolve(const std::string& host) = 0;
 
   virtual transport::ProbeResult connect(const std::string& ip, std::uint16_t port,
