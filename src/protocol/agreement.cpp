@@ -128,15 +128,17 @@ std::optional<std::size_t> Agreement::my_index(const View& view) const {
   return static_cast<std::size_t>(it - members.begin());
 }
 
-bool Agreement::can_win_base(const MemberList& members, const MemberTable& table) const {
-  return config_.base.can_win(
-      members, [&](const std::string& endpoint) { return table.find(endpoint) != nullptr; });
+bool Agreement::can_win_base(const MemberList& members, const bits::Bytes& fenced,
+                             const MemberTable& table) const {
+  return config_.base.can_win(members, fenced, [&](const std::string& endpoint) {
+    return table.find(endpoint) != nullptr;
+  });
 }
 
 bool Agreement::valid(const View& view, const MemberTable& table, bool complete) const {
   // Outside the cache: a seed's first row (not a liveness change) can settle it, and it costs
   // a lookup per seed.
-  if (!can_win_base(*view.members, table)) return false;
+  if (!can_win_base(*view.members, view.claim.fenced, table)) return false;
   View::Validity& cache = complete ? view.complete_validity : view.hold_validity;
   // Adding a live row cannot make a view unfit to hold, only to be ready on: while tables
   // fill (N rows, one at a time) the hold check runs again only on deaths and restarts.
@@ -270,9 +272,10 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   if (!ready_ || !held_) return false;
   const View& held = views_.at(*held_);
   const auto& members = *held.members;
-  if (!can_win_base(*held.members, table)) {
-    // Too few seeds are members of it or can still witness it: it can never commit (e.g. two
-    // groups partitioned around two seeds, each ready on its own half).
+  if (!can_win_base(*held.members, held.claim.fenced, table)) {
+    // Too few seeds are members of it that have not fenced it, or can still witness it: it
+    // can never commit (e.g. two groups partitioned around two seeds, each ready on its own
+    // half; or a member seed fenced it while a quorum of the others voted).
     ready_ = false;
     return true;
   }
@@ -338,7 +341,7 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
   // proposed: it could never commit, and holding it would only delay the group's return.
   const bool wanted_has_me = wanted &&
                              std::binary_search(wanted->begin(), wanted->end(), config_.self) &&
-                             can_win_base(*wanted, table);
+                             can_win_base(*wanted, {}, table);
   std::optional<ViewId> target;
   if (wanted_has_me) {
     const ViewId best_id =

@@ -170,7 +170,8 @@ class Agreement {
   bool release_if_dead(const MemberTable& table);
   /// Whether a view of `members` can still win the quorum base, given which base endpoints
   /// the table knows as member processes.
-  bool can_win_base(const MemberList& members, const MemberTable& table) const;
+  bool can_win_base(const MemberList& members, const bits::Bytes& fenced,
+                    const MemberTable& table) const;
   /// Sets our fenced bit on views with a member gone before we saw ready full (rule 5).
   bool fence(const MemberTable& table);
   bool decided(const View& view) const;

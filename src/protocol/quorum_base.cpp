@@ -78,13 +78,26 @@ bool QuorumBase::reached(const std::vector<MemberKey>& members, const bits::Byte
   return empty() || 2 * won(members, voted, witnesses) > endpoints_.size();
 }
 
-bool QuorumBase::can_win(const std::vector<MemberKey>& members,
+bool QuorumBase::can_win(const std::vector<MemberKey>& members, const bits::Bytes& fenced,
                          const std::function<bool(const std::string&)>& is_member_process) const {
   std::size_t possible = 0;
   for (const auto& endpoint : endpoints_) {
-    if (has_member_at(members, endpoint) || !is_member_process(endpoint)) ++possible;
+    if (has_member_at(members, endpoint)) {
+      possible += may_vote(endpoint, members, fenced) ? 1 : 0;
+    } else if (!is_member_process(endpoint)) {
+      ++possible;
+    }
   }
   return empty() || 2 * possible > endpoints_.size();
+}
+
+bool QuorumBase::may_vote(const std::string& endpoint, const std::vector<MemberKey>& members,
+                          const bits::Bytes& fenced) {
+  for (auto it = first_at(members, endpoint); it != members.end() && it->endpoint == endpoint;
+       ++it) {
+    if (!bits::get(fenced, static_cast<std::size_t>(it - members.begin()))) return true;
+  }
+  return false;
 }
 
 std::vector<std::string> QuorumBase::to_ask(const std::vector<MemberKey>& members,

@@ -38,12 +38,14 @@ class QuorumBase {
   /// Whether won() is more than half of the base.
   bool reached(const std::vector<MemberKey>& members, const bits::Bytes& voted,
                const std::vector<std::string>& witnesses) const;
-  /// Whether the view can still win the base: the base endpoints that are members of it (they
-  /// may vote) plus those outside it that may still witness are more than half. A base
-  /// endpoint outside the view where `is_member_process` finds a member process (a member
-  /// seed, which never witnesses) can never count for it. False means the view can never
-  /// commit: holding or being ready on it protects nothing.
-  bool can_win(const std::vector<MemberKey>& members,
+  /// Whether the view can still win the base: the base endpoints that are members of it and
+  /// have not fenced it (`fenced`: the view's fence bits; a fence is a promise never to vote)
+  /// plus those outside it that may still witness are more than half. A base endpoint
+  /// outside the view where `is_member_process` finds a member process (a member seed, which
+  /// never witnesses) can never count for it. False means the view can never commit: holding
+  /// or being ready on it protects nothing. A decided view never turns false: its base
+  /// voters never fence it and its witnesses stay.
+  bool can_win(const std::vector<MemberKey>& members, const bits::Bytes& fenced,
                const std::function<bool(const std::string&)>& is_member_process) const;
   /// Base endpoints that are no member of the view and have not witnessed it: the dedicated
   /// seeds (or absent member seeds) a voter asks for a witness.
@@ -54,6 +56,9 @@ class QuorumBase {
   /// Whether `endpoint` voted for the view (a member there, any generation) or witnessed it.
   static bool counts(const std::string& endpoint, const std::vector<MemberKey>& members,
                      const bits::Bytes& voted, const std::vector<std::string>& witnesses);
+  /// Whether a member process at `endpoint` has not fenced the view.
+  static bool may_vote(const std::string& endpoint, const std::vector<MemberKey>& members,
+                       const bits::Bytes& fenced);
 
   std::vector<std::string> endpoints_;
   std::uint64_t digest_ = 0;

@@ -242,6 +242,16 @@ TEST(Regression, HeldViewPrunedWithManyViews) {
 // the scaling work that seed commits before the crash, and seed 10 showed the same. Fixed by
 // votes: nobody commits on its own word, only on a quorum of votes, so the survivors (a
 // quorum) fence the view and agree on the nine of them.
+// --nnodes 2:5, one member seed, cut 2|3 just after the first vote: three members vote, the
+// seed and one other fence. Three votes are a quorum of five, but the base (the one seed)
+// can never vote, and two fences are no blocking set: every node stayed ready on the view
+// after the heal. A view whose base endpoints fenced it can no longer win the base, so it
+// is released and the next attempt commits.
+TEST(Regression, SeedThatFencedAViewOfAVotingQuorumBlocksIt) {
+  const auto run = run_isolated("partition-at-phase", 5, 87);
+  EXPECT_TRUE(run.passed()) << run.report;
+}
+
 TEST(Regression, CrashedMemberBlockedReadyView) {
   const auto run = run_isolated("seed-member-killed", 10, 10);
   EXPECT_TRUE(run.passed()) << run.report;

@@ -42,10 +42,23 @@ TEST(QuorumBase, AViewCannotWinWhenTheSeedsOutsideItAreMembers) {
       return std::find(known.begin(), known.end(), endpoint) != known.end();
     };
   };
-  EXPECT_FALSE(base.can_win(half, members_are({"s1:1", "s2:1"})));
+  EXPECT_FALSE(base.can_win(half, {}, members_are({"s1:1", "s2:1"})));
   // While s2 is unknown it may be a dedicated seed that can still witness.
-  EXPECT_TRUE(base.can_win(half, members_are({"s1:1"})));
-  EXPECT_TRUE(base.can_win({{"s1:1", 1}, {"s2:1", 1}}, members_are({"s1:1", "s2:1"})));
+  EXPECT_TRUE(base.can_win(half, {}, members_are({"s1:1"})));
+  EXPECT_TRUE(base.can_win({{"s1:1", 1}, {"s2:1", 1}}, {}, members_are({"s1:1", "s2:1"})));
+}
+
+TEST(QuorumBase, AViewCannotWinOnceItsSeedFencedIt) {
+  // A fence is a promise never to vote: a seed that fenced the view cannot count for it.
+  const QuorumBase base({"s1:1"});
+  const std::vector<MemberKey> members{{"n1:1", 1}, {"n2:1", 1}, {"s1:1", 1}};
+  const auto nobody_else = [](const std::string&) { return true; };
+  bits::Bytes fenced = bits::empty(3);
+  EXPECT_TRUE(base.can_win(members, fenced, nobody_else));
+  bits::set(fenced, 0);  // n1 fenced: the seed may still vote
+  EXPECT_TRUE(base.can_win(members, fenced, nobody_else));
+  bits::set(fenced, 2);  // s1 fenced
+  EXPECT_FALSE(base.can_win(members, fenced, nobody_else));
 }
 
 }  // namespace
