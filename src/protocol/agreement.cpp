@@ -83,7 +83,8 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
       return false;
     const std::size_t size = claim.members.size();
     // Not a copy of `claim` then clear(): the stored claim would keep the member list's
-    // capacity (~40 B a member, for every view of every node: 4 GB at N = 10,000).
+    // capacity (~40 B a member, for every view of every node: gigabytes in a large
+    // simulation).
     ViewClaim incoming{claim.round, claim.attempt, claim.digest,    {},           claim.proposed,
                        claim.ready, claim.voted,   claim.committed, claim.fenced, claim.witnesses};
     for (auto* set : {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed,
@@ -160,7 +161,7 @@ bool Agreement::valid(const View& view, const MemberTable& table, bool complete)
     if (row == nullptr) {
       // Not known dead: the proposer saw it alive, and our table pull (names_members_we_lack)
       // brings its row. Holding such a view at once stops each of our peers from sending us
-      // its whole member list meanwhile (at N = 10,000, most of a run's CPU). Being ready
+      // its whole member list meanwhile (in large clusters, most of the CPU). Being ready
       // still waits for every row, so a node that commits knows every announcement.
       if (complete) return false;
       continue;

@@ -50,7 +50,7 @@ void Bootstrap::mark_joined(CoreContext& ctx, const std::string& via) {
 // A member that is itself one of several seeds keeps joining the other seeds until each is
 // in its table. Seeds that start together may otherwise each find a different partner
 // first: joiners spread over the seeds would then form groups that never hear of each
-// other (the simulator found this with --seed-nodes 4). Until the round commits.
+// other (docs/protocol.md, "Several seeds"). Until the round commits.
 bool Bootstrap::meeting_seeds(CoreContext& ctx) {
   if (unmet_seeds_.empty()) return false;
   std::erase_if(unmet_seeds_,

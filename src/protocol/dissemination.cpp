@@ -55,10 +55,10 @@ std::vector<std::string> Dissemination::targets(CoreContext& ctx, std::size_t co
 // A node knows its seeds because it was given them, not because it heard of them at random:
 // right after joining, its table is a seed's sample of join_sample_size members plus the
 // seed, so one in three of its first pushes would go to the seed, and every one of N
-// joiners does that (at N = 10,000 the seed carried 6.3x a node's mean traffic after the
-// joins). Until the table holds the MIN members we wait for, keep a seed with probability
-// (members known) / MIN, which gives it about a random member's share, and pick another
-// peer in its place; a seed stays when there is nobody else to pick.
+// joiners does that, making the seed the busiest node by far (figures in
+// docs/performance.md, "Protocol choices"). Until the table holds the MIN members we wait for, keep
+// a seed with probability (members known) / MIN, which gives it about a random member's share, and
+// pick another peer in its place; a seed stays when there is nobody else to pick.
 void Dissemination::pass_over_seeds(CoreContext& ctx, std::vector<std::string>& picked) {
   if (ctx.seed_set.empty()) return;
   const std::size_t known = ctx.table.live_peer_count() + 1;

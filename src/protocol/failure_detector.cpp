@@ -68,7 +68,7 @@ void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachabilit
     probe_->indirect_sent = true;
     reachability.note_unanswered_probe(ctx, probe_->target, now);
     // A second direct ping next to the indirect ones (memberlist pings over TCP here): one
-    // lost ping or ack no longer leaves the target to three 4-hop paths alone.
+    // lost ping or ack does not leave the target to three 4-hop paths alone.
     Ping retry;
     retry.seq = probe_->seq;
     ctx.send(probe_->target, std::move(retry));

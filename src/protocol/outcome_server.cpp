@@ -182,7 +182,7 @@ Time OutcomeServer::next_wakeup(const CoreContext& ctx) const {
   if (seed_stays_quietly(ctx) && !quiet_) next = std::min(next, member_linger_until(ctx));
   // committed_at_ is set when the commit is reported (all announcements known), not before:
   // a node that agreed but still waits for rows would otherwise spin at commit_grace or
-  // outcome_linger past time zero (the simulator found it at N = 500 with 10% loss).
+  // outcome_linger past time zero.
   if (commit_reported_ && !done_) {
     next = std::min(next, stay_until(ctx));
     if (ctx.am_seed()) next = std::min(next, next_retell_at_);

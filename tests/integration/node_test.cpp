@@ -429,8 +429,8 @@ TEST(NodeFailure, OtherRunIdGetsRunIdMismatchNamingBothRuns) {
   EXPECT_NE(message.find("--run-id"), std::string::npos) << message;
 }
 
-// A node of one (--nnodes 1) given another run's seed used to commit alone before the
-// refusal arrived, and exit 0: it now agrees only once it has heard from its own run.
+// A node of one (--nnodes 1) given another run's seed could commit alone before the
+// refusal arrives, and exit 0: it agrees only once it has heard from its own run.
 TEST(NodeFailure, SingleNodeGivenAnotherRunsSeedIsRefusedNotCommittedAlone) {
   const StrangerOutcome outcome = join_another_runs_seed(1);
   EXPECT_EQ(outcome.code, ErrorCode::run_id_mismatch);
@@ -584,7 +584,7 @@ TEST(NodeLifecycle, FinishOnASeedLastsTheJoinBackoffWhenItIsLongerThanTheGrace) 
   node.wait();
   node.finish();
   // The commit came after start(), and the core is done no earlier than the stay after it.
-  // finish() used to give up after commit_grace + 1 s, long before.
+  // (commit_grace + 1 s would be too early: a late starter must still be told.)
   EXPECT_GE(Clock::now() - started, config.timing.join_backoff_max);
 }
 

@@ -454,8 +454,9 @@ class PartitionTest(NetnsCase):
             self.note("each half buried the other (or closed)")
         except TimeoutError:  # heal anyway: what matters is what the round wrote
             self.note(f"the halves did not both bury the other within {bury} s")
-        # Before the fix the half without the seed commits right after burying the other:
-        # give it the time to (a few gossip periods), so that the heal cannot pre-empt it.
+        # Without the quorum base the half without the seed would commit right after burying
+        # the other: give it the time to (a few gossip periods), so that the heal cannot
+        # pre-empt it.
         try:
             wait_until(lambda: all(self.committed(h) or not nodes[h].running() for h in nodes),
                        3, "every node to commit or stop", interval=0.1)

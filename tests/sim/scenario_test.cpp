@@ -130,8 +130,8 @@ TEST(Scenario, SeedKilledHasThreeDedicatedSeedsAndKillsOne) {
 // Issue 4's "a member wrongly suspected: partition shorter than the suspicion timeout, then
 // longer". The first cut must end before any node's timeout (suspicion_min is the shortest a
 // core uses) and the second outlast the longest one a core of the run can use (N = every
-// node of the run). Before the simulator used the core's formula, its own (log10(N + 1),
-// no ceil) made the second cut shorter than the cores' timeout in some runs at N = 11-99.
+// node of the run). The simulator uses the core's formula: a formula of its own
+// (log10(N + 1), no ceil) made the second cut shorter than the cores' timeout at N = 11-99.
 TEST(Scenario, WrongSuspicionCutsShorterThenLongerThanTheCoresTimeout) {
   for (const std::uint32_t n : {3u, 10u, 12u, 20u, 50u, 99u, 150u}) {
     for (std::uint64_t seed = 1; seed <= 40; ++seed) {

@@ -227,8 +227,8 @@ TEST(Agreement, AMemberThatSawEveryoneReadyVotesButDoesNotCommitAlone) {
   EXPECT_TRUE(bits::full(held->ready, 3));
   EXPECT_TRUE(bits::get(held->voted, 2));  // c's vote
   EXPECT_FALSE(bits::any(held->committed));
-  // Before votes, c committed here: if it then died, a and b could never know whether it
-  // had, and waited for its ready bit forever.
+  // c must not commit here: if it then died, a and b could never know whether it had, and
+  // would wait for its ready bit forever.
   EXPECT_FALSE(round.c.agreement.committed());
   // c's claims reach b: b sees ready full, votes, and c and b are a quorum of three.
   send(round.c, {&round.b});

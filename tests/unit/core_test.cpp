@@ -481,7 +481,7 @@ TEST(Core, PartitionDuringTheLastCallCommitsOnlyOnTheSeedsSide) {
 
 TEST(Core, MoreProcessesThanMaxSplitInTwoGroupsCommitOnlyOnTheSeedsSide) {
   // --nnodes 3:4 and six processes: a partition 3 | 3 after joining leaves two groups of
-  // MIN. Before quorum bases both committed; now only the seed's side can.
+  // MIN. Without a quorum base both would commit; only the seed's side may.
   MiniNet net(3, 4);
   net.last_call = 3s;
   for (int i = 1; i <= 6; ++i) net.add(i);
