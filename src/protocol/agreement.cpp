@@ -1,3 +1,5 @@
+// The agreement rules of docs/protocol.md ("Agreement", rules 1-8) in one file, on purpose:
+// the safety argument reads them together, so they stay side by side rather than split by size.
 #include "agreement.hpp"
 
 #include <algorithm>
