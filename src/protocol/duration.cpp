@@ -51,6 +51,9 @@ std::optional<milliseconds> parse_duration(std::string_view text, std::string* e
     fraction_digits = count_digits(text, pos + 1);
     pos += 1 + fraction_digits;
   }
+  if (whole_digits == 0 && fraction_digits == 0 && text.size() > 1 && text[0] == '-') {
+    return fail(error, "duration " + shown + " is negative: give a positive duration (e.g. 30s)");
+  }
   if (whole_digits == 0 && fraction_digits == 0) {
     return fail(error, "duration " + shown + " does not start with a number (e.g. 30s)");
   }

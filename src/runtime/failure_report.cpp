@@ -108,6 +108,7 @@ const protocol::UnreachablePeer* unanswered_at(const protocol::Snapshot& snapsho
 }
 
 std::string seconds_text(milliseconds duration) {
+  if (duration < std::chrono::seconds(1)) return fmt::format("{} ms", duration.count());
   const double seconds = static_cast<double>(duration.count()) / 1000.0;
   return seconds < 10 ? fmt::format("{:.1f} s", seconds) : fmt::format("{:.0f} s", seconds);
 }

@@ -1,5 +1,6 @@
 // parse_command_line is a pure function: these tests run no node and open no socket.
 #include "cli_options.hpp"
+#include "protocol/messages.hpp"
 
 #include <gtest/gtest.h>
 
@@ -261,6 +262,38 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"members"}, {"--seed must be given exactly once"}},
         BadInput{{"members", "--seed", "n:1", "--format", "env"}, {"--format 'env'", "table"}},
         BadInput{{"members", "--seed", "n:1", "--timeout", "0s"}, {"--timeout '0s'"}}));
+
+// Each bad number says what is wrong with it: too large, negative, or no number at all.
+TEST(CliOptionsTest, BadNumbersSayWhyTheyAreBad) {
+  const auto error_for = [](const Args& args) { return parse_error(args); };
+  EXPECT_NE(error_for({"join", "--seed", "n:1", "--nnodes", "99999999999999999999"})
+                .find("'99999999999999999999': is too large"),
+            std::string::npos);
+  EXPECT_NE(error_for({"join", "--seed", "n:1", "--nnodes", "2:99999999999999999999"})
+                .find("'99999999999999999999' is too large"),
+            std::string::npos);
+  EXPECT_NE(error_for({"join", "--seed", "n:1", "--nnodes", "-3"}).find("must not be negative"),
+            std::string::npos);
+  EXPECT_NE(error_for(join_args({"--node-rank", "-1"})).find("'-1': must not be negative"),
+            std::string::npos);
+  EXPECT_NE(error_for(join_args({"--join-timeout", "-5"})).find("'-5' is negative"),
+            std::string::npos);
+  EXPECT_NE(error_for({"join", "--seed", "n:1", "--nnodes", "2x"}).find("not a node count"),
+            std::string::npos);
+}
+
+TEST(CliOptionsTest, VersionNamesTheProtocolVersion) {
+  const ParseResult result = parse_command_line({"--version"});
+  EXPECT_FALSE(result.options.has_value());
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.text, version_text());
+  EXPECT_EQ(result.text.rfind("gossip-rdzv ", 0), 0u) << result.text;
+  EXPECT_NE(
+      result.text.find("(protocol version " + std::to_string(protocol::kProtocolVersion) + ")\n"),
+      std::string::npos)
+      << result.text;
+  EXPECT_NE(help_text("").find("--version"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace gossip_rdzv::cli

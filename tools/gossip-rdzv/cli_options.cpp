@@ -17,6 +17,7 @@
 #include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
+#include "protocol/messages.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -90,6 +91,17 @@ std::optional<std::uint64_t> to_unsigned(const std::string& text) {
   return value;
 }
 
+// Why `text` is no whole number: a sign, too many digits for the field, or something else.
+std::string why_not_a_count(const std::string& text) {
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) return "is too large";
+  if (text.size() > 1 && text[0] == '-' &&
+      text.find_first_not_of("0123456789", 1) == std::string::npos) {
+    return "must not be negative";
+  }
+  return "not a whole number";
+}
+
 // The codec's sentences name the value themselves ("... in '3d'") and sometimes the form;
 // our line already starts with the value and ends with the form, so those parts go.
 [[noreturn]] void fail_with_codec_error(const std::string& option, const std::string& value,
@@ -106,7 +118,7 @@ std::optional<std::uint64_t> to_unsigned(const std::string& text) {
 std::uint32_t parse_count(const std::string& option, const std::string& text,
                           const std::string& expected) {
   auto value = to_unsigned(text);
-  if (!value) fail(option, text, "not a whole number", expected);
+  if (!value) fail(option, text, why_not_a_count(text), expected);
   if (*value > UINT32_MAX) fail(option, text, "is too large", expected);
   return static_cast<std::uint32_t>(*value);
 }
@@ -162,7 +174,20 @@ void parse_nnodes(const std::string& text, Config& config, std::vector<std::stri
   const std::string expected = "N or MIN:MAX, e.g. 4 or 2:8";
   if (text.empty()) throw UsageError{"--nnodes is required (expected " + expected + ")"};
   const auto counts = protocol::parse_nnodes(text);
-  if (!counts) fail("--nnodes", text, "not a node count or range", expected);
+  if (!counts) {
+    const auto colon = text.find(':');
+    for (const std::string& part :
+         {text.substr(0, colon), colon == std::string::npos ? "" : text.substr(colon + 1)}) {
+      const auto value = to_unsigned(part);
+      if (value && *value <= UINT32_MAX) continue;  // this part is fine
+      const std::string why = why_not_a_count(part);
+      if (!part.empty() && why != "not a whole number") {
+        fail("--nnodes", text, (colon == std::string::npos ? "" : "'" + part + "' ") + why,
+             expected);
+      }
+    }
+    fail("--nnodes", text, "not a node count or range", expected);
+  }
   config.min_nodes = counts->min_nodes;
   config.max_nodes = counts->max_nodes;
   // docs/protocol.md, "Quorum base": two groups of MIN or more fit under MAX together when
@@ -181,7 +206,7 @@ std::int32_t parse_node_rank(const std::string& text, std::uint32_t max_nodes) {
   if (text.empty()) return -1;
   const std::string expected = "0 to " + std::to_string(max_nodes - 1) + ", below the --nnodes MAX";
   auto value = to_unsigned(text);
-  if (!value) fail("--node-rank", text, "not a whole number", expected);
+  if (!value) fail("--node-rank", text, why_not_a_count(text), expected);
   if (*value > INT32_MAX) fail("--node-rank", text, "is too large", expected);
   return static_cast<std::int32_t>(*value);
 }
@@ -395,6 +420,9 @@ struct Parser {
     app.formatter(std::make_shared<SynopsisFormatter>());
     app.require_subcommand(0, 1);
     app.footer(kFooter);
+    // Listed for --help; parse_split() answers it before CLI11 sees the arguments.
+    app.add_flag_callback(
+        "--version", [] {}, "Print the version and the protocol version, then exit");
     join = app.add_subcommand(
         "join", "Join a rendezvous; print or write the assignment, or start the workers.");
     seed = app.add_subcommand(
@@ -583,6 +611,7 @@ ParseResult parse_split(const std::vector<std::string>& ours,
   }
   const std::string& name = ours.front();
   if (name == "-h" || name == "--help") return help_result("");
+  if (name == "--version") return {std::nullopt, 0, version_text()};
   if (name != "join" && name != "seed" && name != "members" && name != "doctor") {
     return error_result("",
                         "unknown command '" + name + "' (expected join, seed, members or doctor)");
@@ -625,6 +654,11 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   auto [ours, worker] = split_worker_command(args);
   bool has_separator = ours.size() != args.size();
   return parse_split(ours, worker, has_separator);
+}
+
+std::string version_text() {
+  return std::string("gossip-rdzv ") + GOSSIP_RDZV_VERSION + " (protocol version " +
+         std::to_string(protocol::kProtocolVersion) + ")\n";
 }
 
 std::string help_text(const std::string& command) {

@@ -57,6 +57,10 @@ struct ParseResult {
 /// (option, bad value, expected form), then "Run 'gossip-rdzv <cmd> --help' for usage.".
 ParseResult parse_command_line(const std::vector<std::string>& args);
 
+/// "gossip-rdzv X.Y.Z (protocol version N)\n": what `gossip-rdzv --version` prints. Nodes
+/// of different protocol versions refuse each other (exit 7); compare this line on each.
+std::string version_text();
+
 /// The --help text of `command` (or of the program when empty), as printed by --help.
 std::string help_text(const std::string& command = "");
 
