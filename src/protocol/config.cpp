@@ -212,6 +212,14 @@ std::optional<ConfigProblem> find_problem(const Config& config) {
     return ConfigProblem{"join_timeout", "--join-timeout", ms_text(config.join_timeout),
                          "must be positive", "a duration such as 10m"};
   }
+  // The workers' TCPStore would try to bind the node's own gossip port, and another node's
+  // worker would talk torch's store protocol to a gossip socket.
+  if (!config.dedicated_seed && config.master_port != 0 &&
+      config.master_port == config.listen_port) {
+    return ConfigProblem{"master_port", "--master-port", std::to_string(config.master_port),
+                         "is this node's own gossip port (--listen)",
+                         "a port other than the --listen port, or none: a free one is picked"};
+  }
   return std::nullopt;
 }
 

@@ -91,6 +91,12 @@ TEST(Validate, NamesTheFieldAndTheOptionOfEachBrokenRule) {
       {"no fan-out", [](Config& c) { c.timing.gossip_fanout = 0; }, "timing.gossip_fanout", ""},
       {"zero join timeout", [](Config& c) { c.join_timeout = milliseconds(0); }, "join_timeout",
        "--join-timeout"},
+      {"master port is the gossip port",
+       [](Config& c) {
+         c.listen_port = 29400;
+         c.master_port = 29400;
+       },
+       "master_port", "--master-port"},
   };
   for (const auto& bad : cases) {
     Config config = valid_config();
