@@ -58,7 +58,31 @@ expect_usage "--listen '1.2.3.4:x'" join --seed n:1 --nnodes 2 --listen 1.2.3.4:
 expect_usage "--format 'xml'" join --seed n:1 --nnodes 2 --format xml
 expect_usage "--listen is required" seed
 expect_usage "--seed must be given exactly once" members
+expect_usage "--master-port '29411': is this node's own gossip port" \
+  join --seed n:1 --nnodes 2 --listen :29411 --master-port 29411
+expect_usage "--nnodes '99999999999999999999': is too large" join --seed n:1 --nnodes 99999999999999999999
+expect_usage "--node-rank '-1': must not be negative" join --seed n:1 --nnodes 2 --node-rank -1
 
+# An output path that can never be written stops the node before it joins (exit 10, nothing
+# on stdout), rather than after the others agreed and started waiting for its workers.
+fifo_dir=$(mktemp -d)
+mkfifo "$fifo_dir/pipe"
+expect 10 "it is a character device" \
+  join --seed 127.0.0.1:1 --nnodes 2 --join-timeout 3s --env-file /dev/full --format export
+expect 10 "it is a FIFO" join --seed 127.0.0.1:1 --nnodes 2 --join-timeout 3s \
+  --membership-file "$fifo_dir/pipe"
+ln -s pipe "$fifo_dir/pipe1"  # local rank 1's file: a link to the FIFO
+expect 10 "which is a FIFO" join --seed 127.0.0.1:1 --nnodes 2 --nproc-per-node 2 \
+  --join-timeout 3s --env-file "$fifo_dir/pipe{local_rank}" --serve-store
+if grep -q "contacting seed" "$err" || [ -s "$out" ]; then
+  echo "FAIL: a bad output path was found only after joining"; failures=$((failures + 1))
+fi
+[ -p "$fifo_dir/pipe" ] || { echo "FAIL: the FIFO was replaced"; failures=$((failures + 1)); }
+rm -rf "$fifo_dir"
+
+expect 0 "" --version
+grep -q "^gossip-rdzv .* (protocol version [0-9]*)$" "$out" ||
+  { echo "FAIL: --version printed no version"; failures=$((failures + 1)); }
 expect 0 "" --help
 grep -q "Usage: gossip-rdzv" "$out" || { echo "FAIL: --help printed no usage"; failures=$((failures + 1)); }
 for command in join seed members; do

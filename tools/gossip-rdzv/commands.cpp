@@ -99,6 +99,36 @@ EnvVars with_store(EnvVars env, const Assignment& assignment, const CliOptions& 
 
 constexpr std::string_view kLocalRankPlaceholder = "{local_rank}";
 
+// The env files a template names for a node of `nproc` local processes: one per local rank
+// with {local_rank} in it, else the template itself.
+std::vector<std::string> env_file_paths(const std::string& path_template, std::uint32_t nproc) {
+  if (path_template.find(kLocalRankPlaceholder) == std::string::npos) return {path_template};
+  std::vector<std::string> paths;
+  for (std::uint32_t local_rank = 0; local_rank < nproc; ++local_rank) {
+    std::string path = path_template;
+    const std::string rank_text = std::to_string(local_rank);
+    for (auto pos = path.find(kLocalRankPlaceholder); pos != std::string::npos;
+         pos = path.find(kLocalRankPlaceholder, pos + rank_text.size())) {
+      path.replace(pos, kLocalRankPlaceholder.size(), rank_text);
+    }
+    paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+// Every output path is checked before this node joins: a node that could only fail after
+// the others agreed would leave their workers waiting in init_process_group.
+void check_output_paths(const CliOptions& options) {
+  if (!options.env_file.empty()) {
+    for (const auto& path : env_file_paths(options.env_file, options.config.nproc_per_node)) {
+      output::check_output_path(path, "env file", "--env-file");
+    }
+  }
+  if (!options.membership_file.empty()) {
+    output::check_output_path(options.membership_file, "membership file", "--membership-file");
+  }
+}
+
 // write_env_files (include/gossip_rdzv/env.hpp) with the variables of with_store().
 void write_cli_env_files(const Assignment& assignment, const CliOptions& options,
                          const std::optional<std::string>& ifname) {
@@ -115,15 +145,10 @@ void write_cli_env_files(const Assignment& assignment, const CliOptions& options
         "env file", "--env-file");
     return;
   }
-  for (std::uint32_t local_rank = 0; local_rank < assignment.me().nproc; ++local_rank) {
-    std::string path = path_template;
-    const std::string rank_text = std::to_string(local_rank);
-    for (auto pos = path.find(kLocalRankPlaceholder); pos != std::string::npos;
-         pos = path.find(kLocalRankPlaceholder, pos + rank_text.size())) {
-      path.replace(pos, kLocalRankPlaceholder.size(), rank_text);
-    }
+  const auto paths = env_file_paths(path_template, assignment.me().nproc);
+  for (std::uint32_t local_rank = 0; local_rank < paths.size(); ++local_rank) {
     output::write_file_atomically(
-        path,
+        paths[local_rank],
         format_env(with_store(torch_env(assignment, local_rank, ifname), assignment, options),
                    format),
         "env file", "--env-file");
@@ -214,8 +239,10 @@ void serve_store_until_interrupted(const Assignment& assignment, const CliOption
 int after_commit(Node& node, const Assignment& assignment, const CliOptions& options) {
   int status = 0;
   try {
-    print_assignment(assignment, options);
+    // Files first: when one cannot be written nothing reaches stdout, so
+    // `eval "$(gossip-rdzv join ... --format export)"` never uses a failed outcome.
     write_files(assignment, options);
+    print_assignment(assignment, options);
     if (!options.worker_command.empty()) {
       status = run_workers(assignment, options);
     } else if (options.serve_store) {
@@ -243,6 +270,7 @@ int run_join(const CliOptions& options) {
       std::fprintf(stderr, "gossip-rdzv: warning: %s\n", warning.c_str());
     }
   }
+  check_output_paths(options);
   Node node(options.config);
   node.start();
   Assignment assignment = wait_with_progress(node, options);
