@@ -334,7 +334,9 @@ void Runtime::apply_event(const protocol::Event& event) {
               printable(e.endpoint), e.unanswered,
               std::chrono::duration<double>(e.failing_for).count());
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
-          log_->error("{}", printable(e.message));
+          // Node::wait() throws it as an Error whose message the caller reports (the CLI
+          // prints it once); logging it too would say it twice.
+          log_->debug("fatal: {}", printable(e.message));
           if (!unpublished_fatal_) unpublished_fatal_ = e;  // publish() keeps the first
         }
       },

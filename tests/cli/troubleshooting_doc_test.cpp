@@ -130,7 +130,6 @@ const std::vector<Phrase>& phrases() {
       {"tools/gossip-rdzv/cli_options.cpp", "' (a command to run goes after '--')"},
       {"tools/gossip-rdzv/cli_options.cpp", "'-- CMD' is only accepted by join"},
       {"tools/gossip-rdzv/cli_options.cpp", "--quiet and --verbose exclude each other"},
-      {"tools/gossip-rdzv/main.cpp", "Run 'gossip-rdzv --help' for usage."},
       {"tools/gossip-rdzv/doctor.cpp", "' does not resolve (getaddrinfo:"},
       {"tools/gossip-rdzv/doctor.cpp", "(connection refused)"},
       {"tools/gossip-rdzv/doctor.cpp",

@@ -288,6 +288,20 @@ class AdmissionTest(ClusterTest):
         self.assertNotEqual(alpha.proc.returncode, 0)
         self.assertIn("beta-run", alpha.proc.stderr, self.cluster.logs([alpha]))
 
+    def test_nnodes_mismatch_is_said_once_on_each_side(self):
+        port = free_port()
+        seed = [f"127.0.0.1:{port}"]
+        two = self.cluster.add_node(seed, "2", port=port, join_timeout="10s")
+        wait_until(lambda: self.port_listening(port) or two.proc.poll() is not None,
+                   timeout=15, what="the seed node to listen")
+        three = self.cluster.add_node(seed, "3", join_timeout="10s")
+        self.assertEqual(self.cluster.wait([two.proc, three.proc], timeout=30), [2, 2],
+                         self.cluster.logs([two, three]))
+        for node in (two, three):
+            stderr = node.proc.stderr
+            self.assertEqual(stderr.count("with the same --nnodes"), 1, stderr)
+            self.assertNotIn("--help", stderr)  # the command line was valid
+
     @staticmethod
     def port_listening(port: int) -> bool:
         with socket.socket() as s:

@@ -79,11 +79,10 @@ int main(int argc, char** argv) {
   try {
     return run_guarded(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const gossip_rdzv::Error& error) {
+    // The command line was checked before the node started (find_problem), so a usage
+    // error here is a disagreement between nodes (--nnodes, --seed lists): the message
+    // names the fix, and pointing at --help would mislead.
     std::fprintf(stderr, "gossip-rdzv: error: %s\n", error.what());
-    // A config value the library refused is a usage error like those found by parsing.
-    if (error.code() == gossip_rdzv::ErrorCode::usage) {
-      std::fputs("Run 'gossip-rdzv --help' for usage.\n", stderr);
-    }
     return static_cast<int>(error.code());
   } catch (const std::exception& error) {
     std::fprintf(stderr,
