@@ -103,7 +103,13 @@ struct ConfigProblem {
 ///   advertise_host  empty, or a host name or address without port, brackets or spaces
 ///   timing          every period positive; gossip_fanout and probe_rounds at least 1
 ///   join_timeout    positive
+///   master_port     0 (pick a free one) or not the listen_port (unless dedicated_seed)
 std::optional<ConfigProblem> find_problem(const Config& config);
+
+/// What is allowed but worth saying before the node starts, one sentence each: today
+/// `--nnodes MIN:MAX` with 2*MIN <= MAX (a partition can leave two groups of MIN; only the one
+/// holding a majority of the seed list agrees). Node::start() logs each as a warning.
+std::vector<std::string> config_warnings(const Config& config);
 
 /// The run id rule alone, for a caller that needs no other field (a members query).
 std::optional<ConfigProblem> find_run_id_problem(const std::string& run_id);

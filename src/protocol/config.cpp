@@ -223,6 +223,23 @@ std::optional<ConfigProblem> find_problem(const Config& config) {
   return std::nullopt;
 }
 
+std::vector<std::string> config_warnings(const Config& config) {
+  std::vector<std::string> warnings;
+  // docs/protocol.md, "Quorum base": two groups of MIN or more fit under MAX together. They
+  // can never both agree, but the one without a majority of the seed list waits, which a
+  // user should expect rather than meet.
+  if (!config.dedicated_seed && config.max_nodes > 1 &&
+      2 * std::uint64_t{config.min_nodes} <= config.max_nodes) {
+    warnings.push_back("--nnodes " + std::to_string(config.min_nodes) + ":" +
+                       std::to_string(config.max_nodes) +
+                       ": MIN is at most half of MAX, so a partition can leave two groups of "
+                       "MIN or more; only the one holding a majority of the --seed list can "
+                       "agree, and the other waits for the partition to heal (see "
+                       "docs/protocol.md, \"Quorum base\")");
+  }
+  return warnings;
+}
+
 void validate(const Config& config) {
   if (auto problem = find_problem(config)) throw Error(ErrorCode::usage, problem->message());
 }

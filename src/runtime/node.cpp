@@ -164,12 +164,7 @@ void Node::start() {
   if (impl_->runtime) throw Error(ErrorCode::usage, "Node::start() was already called");
   const Config& config = impl_->config;
   auto log = runtime::logger();
-  if (config.max_nodes > 1 && config.min_nodes * 2 <= config.max_nodes) {
-    log->warn(
-        "--nnodes {}: with MIN <= MAX/2 two separate groups of this run may form "
-        "if the nodes cannot all reach each other; see docs/protocol.md",
-        sizes_text(config.min_nodes, config.max_nodes));
-  }
+  for (const auto& warning : config_warnings(config)) log->warn("{}", warning);
   auto resolved = resolve_seeds(config, *log);
   // 0.0.0.0 (the default) takes IPv4 only: on an IPv6-only network the peers could not dial
   // us. When every seed resolves only to IPv6 (resolve_seeds prefers IPv4), bind [::], which

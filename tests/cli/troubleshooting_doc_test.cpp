@@ -119,7 +119,7 @@ const std::vector<Phrase>& phrases() {
        "more messages that are not valid gossip-rdzv were ignored without a log line"},
       {"src/runtime/runtime.cpp", "{} refused this node: {}"},
       {"src/runtime/runtime.cpp", "round {} closed with {} nodes without this node"},
-      {"tools/gossip-rdzv/cli_options.cpp",
+      {"src/protocol/config.cpp",
        "MIN or more; only the one holding a majority of the --seed list can "},
       {"src/runtime/failure_report.cpp",
        "ended or was cut off from the others while they agreed. Start "},

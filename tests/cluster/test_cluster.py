@@ -341,6 +341,17 @@ class RankHintTest(ClusterTest):
 
 
 class FailureTest(ClusterTest):
+    def test_interrupted_while_waiting_says_so_in_one_line(self):
+        port = free_port()
+        node = self.cluster.add_node([f"127.0.0.1:{port}"], "2", port=port, extra=["-q"])
+        wait_until(lambda: AdmissionTest.port_listening(port) or node.proc.poll() is not None,
+                   timeout=15, what="the node to listen")
+        node.proc.popen.send_signal(signal.SIGINT)
+        self.assertEqual(self.cluster.wait([node.proc], timeout=30), [128 + signal.SIGINT])
+        # With -q (and no terminal) nothing else is printed: no empty line before it.
+        self.assertEqual(node.proc.stderr,
+                         "gossip-rdzv: interrupted by Interrupt, leaving the rendezvous\n")
+
     def test_usage_errors(self):
         bin_ = self.cluster.bin
         seed = "127.0.0.1:1"

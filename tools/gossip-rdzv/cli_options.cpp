@@ -170,7 +170,7 @@ void apply_listen(const std::string& text, Config& config) {
   config.listen_port = endpoint.port;
 }
 
-void parse_nnodes(const std::string& text, Config& config, std::vector<std::string>& warnings) {
+void parse_nnodes(const std::string& text, Config& config) {
   const std::string expected = "N or MIN:MAX, e.g. 4 or 2:8";
   if (text.empty()) throw UsageError{"--nnodes is required (expected " + expected + ")"};
   const auto counts = protocol::parse_nnodes(text);
@@ -190,16 +190,7 @@ void parse_nnodes(const std::string& text, Config& config, std::vector<std::stri
   }
   config.min_nodes = counts->min_nodes;
   config.max_nodes = counts->max_nodes;
-  // docs/protocol.md, "Quorum base": two groups of MIN or more fit under MAX together when
-  // 2*MIN <= MAX. They can never both agree, but the one without a majority of the seed
-  // list waits, which a user should expect rather than meet.
-  if (2 * std::uint64_t{counts->min_nodes} <= counts->max_nodes) {
-    warnings.push_back("--nnodes " + text +
-                       ": MIN is at most half of MAX, so a partition can leave two groups of "
-                       "MIN or more; only the one holding a majority of the --seed list can "
-                       "agree, and the other waits for the partition to heal (see "
-                       "docs/protocol.md, \"Quorum base\")");
-  }
+  // The MIN <= MAX/2 warning is config_warnings()'s: the node logs it, once.
 }
 
 std::int32_t parse_node_rank(const std::string& text, std::uint32_t max_nodes) {
@@ -485,7 +476,7 @@ CliOptions build_join(const RawOptions& raw) {
   options.command = Command::join;
   Config& config = options.config;
   config.seeds = parse_seeds(raw.seeds);
-  parse_nnodes(raw.nnodes, config, options.warnings);
+  parse_nnodes(raw.nnodes, config);
   apply_listen(raw.listen.empty() ? ":29400" : raw.listen, config);
   config.advertise_host = raw.advertise;
   config.nproc_per_node = parse_count("--nproc-per-node", raw.nproc, "a whole number >= 1");

@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -48,8 +50,10 @@ int wait_for_interrupt(std::chrono::milliseconds timeout) {
 }
 
 [[noreturn]] void exit_interrupted(int signal) {
-  std::fprintf(stderr, "\ngossip-rdzv: interrupted by %s, leaving the rendezvous\n",
-               strsignal(signal));
+  // On a terminal the line starts below the "^C" it echoed; into a file or pipe, nothing
+  // comes before it.
+  std::fprintf(stderr, "%sgossip-rdzv: interrupted by %s, leaving the rendezvous\n",
+               ::isatty(STDERR_FILENO) == 1 ? "\n" : "", strsignal(signal));
   // The node's wait() cannot be cancelled from here; exiting at once is safe because
   // nothing was committed yet and the OS closes the sockets. Peers see us as dead.
   std::_Exit(128 + signal);
