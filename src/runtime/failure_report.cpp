@@ -166,11 +166,13 @@ bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count) {
 std::string told_unreachable_text(const RuntimeState& state, const std::string& self) {
   if (state.unreachable_reports.empty()) return "";
   std::vector<std::string> reporters;
+  std::vector<std::string> endpoints;
   for (const auto& report : state.unreachable_reports) {
     reporters.push_back(printable(report.reporter));
+    endpoints.push_back(report.reporter);
   }
   return fmt::format("peers cannot reach this node at {}: {} got no answer there; {}", self,
-                     and_list(reporters), reachability_advice(self));
+                     and_list(reporters), reachability_advice(self, endpoints));
 }
 
 Error join_timeout_error(const Config& config, const protocol::Snapshot& snapshot,

@@ -65,10 +65,31 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::string reachability_advice(const std::string& endpoint) {
+namespace {
+
+bool is_loopback_host(const std::string& host) {
+  return transport::is_loopback(host) || host == "localhost";
+}
+
+bool on_this_machine(const std::string& endpoint) {
+  const auto parsed = protocol::parse_endpoint(endpoint, nullptr);
+  return parsed && is_loopback_host(parsed->host);
+}
+
+}  // namespace
+
+std::string reachability_advice(const std::string& endpoint,
+                                const std::vector<std::string>& reporters) {
   const auto parsed = protocol::parse_endpoint(endpoint, nullptr);
   if (!parsed) return "advertise an address the other nodes can reach (--advertise)";
-  if (transport::is_loopback(parsed->host) || parsed->host == "localhost") {
+  const bool all_local =
+      !reporters.empty() && std::all_of(reporters.begin(), reporters.end(), on_this_machine);
+  if (is_loopback_host(parsed->host) && all_local) {
+    return "they run on this machine too, so the loopback address is not the cause: this "
+           "node did not answer in time (overloaded, stopped, or its port now belongs to "
+           "another process)";
+  }
+  if (is_loopback_host(parsed->host)) {
     return fmt::format(
         "{} is a loopback address, which on every other machine means that machine itself; "
         "advertise an address of this machine they can reach (--advertise)",
@@ -79,7 +100,9 @@ std::string reachability_advice(const std::string& endpoint) {
       parsed->port);
 }
 
-std::shared_ptr<spdlog::logger> logger() { return make_logger(); }
+std::shared_ptr<spdlog::logger> logger() {
+  return make_logger();
+}
 
 Runtime::Runtime(protocol::CoreConfig config, std::unique_ptr<transport::ZmqTransport> transport,
                  std::unique_ptr<Sidecar> sidecar)
@@ -360,7 +383,7 @@ void Runtime::note_unreachable_report(const protocol::UnreachableReported& repor
       "{} cannot reach this node at {}: {} messages it sent there in {:.1f} s got no answer; {}",
       printable(report.reporter), printable(report.tried_endpoint), report.unanswered,
       std::chrono::duration<double>(report.failing_for).count(),
-      reachability_advice(report.tried_endpoint));
+      reachability_advice(report.tried_endpoint, {report.reporter}));
   if (first) {
     log_->warn("{}", text);
   } else {

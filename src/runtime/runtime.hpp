@@ -152,9 +152,12 @@ class Runtime {
 /// terminal escapes through them.
 std::string printable(std::string_view text);
 
-/// The fix for a node whose advertised `endpoint` peers cannot reach: a loopback address is
-/// named as such, anything else gets "--advertise or open inbound TCP port N".
-std::string reachability_advice(const std::string& endpoint);
+/// The fix for a node whose advertised `endpoint` the `reporters` (their endpoints) cannot
+/// reach: a loopback address is named as the cause only when a reporter is on another
+/// machine (peers on this machine reach loopback fine, so then the node itself did not answer
+/// in time); anything else gets "--advertise or open inbound TCP port N".
+std::string reachability_advice(const std::string& endpoint,
+                                const std::vector<std::string>& reporters);
 
 /// The library's logger ("gossip_rdzv", to stderr). Its level comes from the environment
 /// variable GOSSIP_RDZV_LOG (trace, debug, info, warn, error; default info); a program may

@@ -246,5 +246,17 @@ TEST(RuntimeText, PrintableEscapesControlCharacters) {
   EXPECT_EQ(printable("back\\slash"), "back\\x5cslash");
 }
 
+// Peers on the same machine reach a loopback address: then blaming it would be false.
+TEST(RuntimeText, LoopbackIsBlamedOnlyWhenAReporterIsOnAnotherMachine) {
+  const std::string self = "127.0.0.1:29400";
+  const std::string local = reachability_advice(self, {"127.0.0.1:29401", "localhost:29402"});
+  EXPECT_EQ(local.find("is a loopback address"), std::string::npos) << local;
+  EXPECT_NE(local.find("did not answer in time"), std::string::npos) << local;
+  const std::string remote = reachability_advice(self, {"127.0.0.1:29401", "10.0.0.7:29400"});
+  EXPECT_NE(remote.find("127.0.0.1 is a loopback address"), std::string::npos) << remote;
+  const std::string routable = reachability_advice("10.0.0.5:29400", {"10.0.0.7:29400"});
+  EXPECT_NE(routable.find("open inbound TCP port 29400"), std::string::npos) << routable;
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::runtime
