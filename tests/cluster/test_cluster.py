@@ -483,8 +483,7 @@ class OutputTest(ClusterTest):
                                  f"node{node.index} rank{local_rank}.env")
             # The env output on stdout carries it too.
             self.assertIn(f"GOSSIP_RDZV_STORE={node.endpoint}", node.proc.stdout)
-        time.sleep(0.5)
-        self.assertEqual([n.proc.poll() for n in nodes], [None, None], self.cluster.logs(nodes))
+        # That the agents stay up is shown below: the store answers through both of them.
 
         source = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))
         env = dict(os.environ, PYTHONPATH=str(source / "python"))

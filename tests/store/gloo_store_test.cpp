@@ -22,6 +22,7 @@ namespace gossip_rdzv {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::await_client_request;
 
 class GlooStoreTest : public ::testing::Test {
  protected:
@@ -49,12 +50,15 @@ TEST_F(GlooStoreTest, BinaryValuesRoundTripUnderThePrefix) {
 }
 
 TEST_F(GlooStoreTest, WaitIsReleasedByALaterSet) {
+  Store observer(*nodes[0], 10s);
+  const auto before = testing_support::client_requests(observer, nodes[1]->endpoint());
   auto waiting = std::async(std::launch::async, [&] {
     GlooStore store = gloo_store(1);
     store.wait({"a", "b"}, std::chrono::milliseconds(20000));
     return store.get("b");
   });
-  std::this_thread::sleep_for(200ms);
+  // The wait has reached node 1's agent (its client counter moved), and has not returned.
+  ASSERT_TRUE(await_client_request(observer, nodes[1]->endpoint(), before));
   EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "wait returned before the set";
   GlooStore writer = gloo_store(0);
   writer.set("a", {'1'});

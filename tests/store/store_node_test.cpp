@@ -23,6 +23,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+using testing_support::await_client_request;
+using testing_support::client_requests;
 using testing_support::free_loopback_port;
 
 std::string text(const Store::Bytes& bytes) {
@@ -53,8 +55,11 @@ TEST_F(StoreNodeTest, SetOnOneNodeGetOnEveryOther) {
 
 TEST_F(StoreNodeTest, BlockingGetIsReleasedByALaterSet) {
   form(3);
+  Store observer = client(0);
+  const auto before = client_requests(observer, nodes[1]->endpoint());
   auto waiting = std::async(std::launch::async, [&] { return text(client(1).get("late", 20s)); });
-  std::this_thread::sleep_for(300ms);
+  // The get has reached node 1's agent (its client counter moved), and has not returned.
+  ASSERT_TRUE(await_client_request(observer, nodes[1]->endpoint(), before));
   EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "get returned before the set";
   client(2).set("late", "now");
   ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gossip_rdzv/node.hpp"
+#include "gossip_rdzv/store.hpp"
 #include "support/loopback_socket.hpp"
 
 namespace gossip_rdzv::testing_support {
@@ -35,6 +37,27 @@ inline std::vector<std::unique_ptr<Node>> form_local_group(const std::string& ru
   }
   for (auto& node : nodes) node->wait();
   return nodes;
+}
+
+/// The client requests the agent at `member` has counted, read through `observer` (a client
+/// of another member; member_stats() itself is no client request of `member`).
+inline std::uint64_t client_requests(Store& observer, const std::string& member) {
+  for (const auto& stats : observer.member_stats()) {
+    if (stats.member == member) return stats.client_requests;
+  }
+  return 0;
+}
+
+/// Waits (up to `timeout`) until the agent at `member` has counted more than `before` client
+/// requests: the way to know that a blocking request has reached its agent and waits there.
+inline bool await_client_request(Store& observer, const std::string& member, std::uint64_t before,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (client_requests(observer, member) > before) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling with a deadline
+  }
+  return false;
 }
 
 }  // namespace gossip_rdzv::testing_support
