@@ -175,6 +175,20 @@ std::string told_unreachable_text(const RuntimeState& state, const std::string& 
                      and_list(reporters), reachability_advice(self, endpoints));
 }
 
+std::string refused_runs_text(const RuntimeState& state, const std::string& run_id) {
+  std::vector<std::string> refused;
+  for (const auto& refusal : state.refusals) {
+    if (!refusal.by_us || refusal.reason != protocol::RefuseReason::run_id_mismatch) continue;
+    refused.push_back(printable(refusal.peer) + " (" + printable(refusal.detail) + ")");
+  }
+  if (refused.empty()) return "";
+  return fmt::format(
+      "this node refused {} of another run: {}; if they belong to this job, start them with "
+      "--run-id {}",
+      refused.size() == 1 ? "a node" : std::to_string(refused.size()) + " nodes", and_list(refused),
+      run_id);
+}
+
 Error join_timeout_error(const Config& config, const protocol::Snapshot& snapshot,
                          protocol::Time now, const std::string& told) {
   const JoinReport report = classify_members(snapshot, now);

@@ -39,6 +39,9 @@ std::vector<protocol::PeerRefused> decisive_refusals(const RuntimeState& state);
 bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count);
 /// What peers told this node about its own endpoint `self`, or "" when nobody did.
 std::string told_unreachable_text(const RuntimeState& state, const std::string& self);
+/// The nodes this node refused because they belong to another run id, with that run id, or
+/// "" when there were none: a node started with a mistyped --run-id is one of the missing.
+std::string refused_runs_text(const RuntimeState& state, const std::string& run_id);
 /// join_timeout: how many of MIN:MAX joined and which, how many are missing and how to start
 /// them, who was seen and then went silent (last heard, via whom), whose advertised address
 /// gets no answer from here, and `told` (told_unreachable_text).

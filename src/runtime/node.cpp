@@ -147,7 +147,11 @@ Error Node::Impl::timeout_error(const runtime::RuntimeState& state) const {
                                                   seconds_text(config.join_timeout) + ": " +
                                                   explain_silent_seeds(seeds));
   }
-  return join_timeout_error(config, runtime->snapshot(), runtime->now(), told);
+  const std::string refused = refused_runs_text(state, config.run_id);
+  return join_timeout_error(config, runtime->snapshot(), runtime->now(),
+                            told.empty()      ? refused
+                            : refused.empty() ? told
+                                              : told + ". " + refused);
 }
 
 Node::Node(Config config) : impl_(std::make_unique<Impl>()) {

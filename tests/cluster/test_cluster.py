@@ -287,6 +287,13 @@ class AdmissionTest(ClusterTest):
         self.cluster.wait([alpha.proc], timeout=30)
         self.assertNotEqual(alpha.proc.returncode, 0)
         self.assertIn("beta-run", alpha.proc.stderr, self.cluster.logs([alpha]))
+        # Its timeout error names the node it refused and the fix, not just "1 still missing".
+        error = [line for line in alpha.proc.stderr.splitlines()
+                 if line.startswith("gossip-rdzv: error:")]
+        self.assertEqual(len(error), 1, alpha.proc.stderr)
+        self.assertIn("refused a node of another run", error[0])
+        self.assertIn("beta-run", error[0])
+        self.assertIn("--run-id alpha-run", error[0])
 
     def test_nnodes_mismatch_is_said_once_on_each_side(self):
         port = free_port()
