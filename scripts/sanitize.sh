@@ -4,7 +4,7 @@
 #                                      # store, cli; the first error stops the test that hit it
 #   bash scripts/sanitize.sh thread    # TSan (build-tsan): labels integration, store
 # Extra arguments go to ctest. Trimmed to fit CI: simulator_test.large is left out and each
-# simulator sweep runs its first GOSSIP_RDZV_SIM_SWEEP_RUNS runs (default 60 here).
+# simulator sweep runs its first GOSSIP_RDZV_SIM_SWEEP_RUNS runs (default 20 here).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,7 +29,7 @@ case "$kind" in
     exit 2
     ;;
 esac
-export GOSSIP_RDZV_SIM_SWEEP_RUNS=${GOSSIP_RDZV_SIM_SWEEP_RUNS:-60}
+export GOSSIP_RDZV_SIM_SWEEP_RUNS=${GOSSIP_RDZV_SIM_SWEEP_RUNS:-20}
 
 cmake -S . -B "$dir" -G Ninja -DGOSSIP_RDZV_WERROR=ON -DGOSSIP_RDZV_SANITIZE="$kind"
 cmake --build "$dir" -j2
