@@ -23,7 +23,7 @@ std::string seconds_text(Time t) {
 }
 
 // Scenario streams of the run seed: 1 scenario shape, 2 network (network.cpp), 3 node ids and
-// node rng seeds (simulator.cpp), 7 the mix's choice of scenario.
+// node rng seeds (processes.cpp), 7 the mix's choice of scenario.
 constexpr std::uint64_t kScenarioStream = 1;
 constexpr std::uint64_t kMixStream = 7;
 
