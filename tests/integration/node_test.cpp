@@ -255,7 +255,7 @@ TEST(NodeRendezvous, OneOfTwoSeedsAloneWaitsForTheOtherAndSaysSo) {
 // Three member seeds with real sockets, each listing all three (the seed list is round 0's
 // quorum base, so every node must be given the same list). Before they are joined they try
 // their seeds in turn, so this can pass even when joined seeds stop meeting the others; the
-// deterministic checks of that are Core.MemberSeedTalksToAFewOtherSeedsAtATime and
+// deterministic checks of that are Bootstrap.MemberSeedTalksToAFewOtherSeedsAtATime and
 // SimSweep.ManyMemberSeeds, and the test above shows the node knows it is a seed.
 TEST(NodeRendezvous, MemberSeedsMeetEveryListedSeed) {
   const std::uint16_t ports[] = {free_port(), free_port(), free_port()};

@@ -1,3 +1,4 @@
+// One file for codec.cpp: every test here shares the sample and hand-built messages below.
 #include "protocol/codec.hpp"
 
 #include <gtest/gtest.h>

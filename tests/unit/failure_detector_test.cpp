@@ -1,0 +1,138 @@
+// SWIM's failure detector (protocol/failure_detector.hpp), driven through the core: when a
+// member is suspected, what a ping to a suspect carries, how long a suspicion lasts.
+#include "protocol/failure_detector.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core_helpers.hpp"
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+using namespace testing;
+using namespace std::chrono_literals;
+
+// The suspicion timeout grows with log10 of the cluster size, and the size is at least
+// --nnodes MIN: a node that knows few members yet (a late joiner) must not use the short
+// timeout of a small cluster, or at high loss it buries live members for everyone before
+// their refutation reaches it. Local timing: 4 x 200 ms x ceil(log10 100) = 1.6 s, where
+// three known members would give the 1 s floor.
+TEST(FailureDetector, SuspicionTimeoutAssumesAtLeastMinNodes) {
+  MiniNet net(100, 100);  // never full: nobody commits
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return net.node(1)->snapshot().members.size() == 3; }, 5s));
+  net.crash(3);
+  auto seen = [&](auto type) {
+    for (const auto& event : net.events(1)) {
+      const auto* e = std::get_if<decltype(type)>(&event);
+      if (e != nullptr && e->endpoint == MiniNet::endpoint(3)) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(net.run([&] { return seen(MemberSuspected{}); }, 10s));
+  const Time suspected = net.now();
+  ASSERT_TRUE(net.run([&] { return seen(MemberDead{}); }, 10s));
+  EXPECT_GE(net.now() - suspected, Time{std::chrono::milliseconds(1600)});
+  EXPECT_LT(net.now() - suspected, Time{std::chrono::milliseconds(1700)});
+}
+
+// Node 1 of a run of 3 (LAN timing: probe 1 s, timeout 500 ms) that knows nodes 2 and 3;
+// node 3 acks every ping, node 2 never answers. Records what node 1 sends node 2.
+struct LonelyProber {
+  struct PingSent {
+    Time at;
+    Ping ping;
+  };
+  Core core;
+  std::vector<PingSent> pings_to_2;
+  std::vector<Time> suspected_2, dead_2;
+  Time now{0};
+
+  static CoreConfig config() {
+    CoreConfig c;
+    c.self = announcement(1, 3);
+    c.run_id = "run";
+    c.seeds = {MiniNet::endpoint(2)};
+    c.min_nodes = c.max_nodes = 3;
+    return c;
+  }
+  LonelyProber() : core(config()) {
+    core.start(now);
+    core.on_message(now, envelope_from(2, JoinReply{{MemberRecord{announcement(2, 3), 0, {}},
+                                                     MemberRecord{announcement(3, 3), 0, {}}},
+                                                    true}));
+    drain();
+  }
+  void drain() {
+    while (auto out = core.poll_send()) {
+      const auto* ping = std::get_if<Ping>(&out->msg.body);
+      if (ping == nullptr) continue;
+      if (out->to == MiniNet::endpoint(2)) pings_to_2.push_back({now, *ping});
+      if (out->to == MiniNet::endpoint(3)) core.on_message(now, envelope_from(3, Ack{ping->seq}));
+    }
+    while (auto event = core.poll_event()) {
+      if (const auto* s = std::get_if<MemberSuspected>(&*event);
+          s && s->endpoint == MiniNet::endpoint(2))
+        suspected_2.push_back(now);
+      if (const auto* d = std::get_if<MemberDead>(&*event);
+          d && d->endpoint == MiniNet::endpoint(2))
+        dead_2.push_back(now);
+    }
+  }
+  void run_until(Time end) {
+    run_core_until(core, now, end, [this] { drain(); });
+  }
+};
+
+// SWIM suspects after one unanswered period; at 30% loss that is 22% of the probes of a live
+// member, and a 10,000-node cluster buried live members under the refutations. A member is
+// suspected only after Timing::probe_rounds (2) unanswered periods in a row, each with a
+// second direct ping at the probe timeout.
+TEST(FailureDetector, SuspectsOnlyAfterProbeRoundsUnansweredInARow) {
+  LonelyProber node;
+  node.run_until(Time{std::chrono::seconds(30)});
+  ASSERT_FALSE(node.suspected_2.empty());
+  const Time suspected = node.suspected_2.front();
+  std::map<std::uint64_t, std::vector<Time>> by_seq;
+  for (const auto& sent : node.pings_to_2)
+    if (sent.at < suspected) by_seq[sent.ping.seq].push_back(sent.at);
+  ASSERT_EQ(by_seq.size(), node.core.config().timing.probe_rounds);
+  Time previous{0};
+  for (const auto& [seq, times] : by_seq) {
+    ASSERT_EQ(times.size(), 2u) << "ping " << seq << ": first try and the retry at the timeout";
+    EXPECT_EQ(times[1] - times[0], Time{std::chrono::milliseconds(500)});
+    if (previous != Time{0}) {
+      EXPECT_EQ(times[0] - previous, Time{std::chrono::seconds(1)}) << "consecutive periods";
+    }
+    previous = times[0];
+  }
+  EXPECT_EQ(suspected - previous, Time{std::chrono::seconds(1)});
+}
+
+// Lifeguard's buddy system: every ping to a member we suspect tells it so, long after the
+// rumour left our piggyback queue, so a live member refutes as soon as we probe it.
+TEST(FailureDetector, PingToASuspectCarriesTheSuspicion) {
+  LonelyProber node;
+  node.run_until(Time{std::chrono::seconds(30)});
+  ASSERT_FALSE(node.suspected_2.empty());
+  ASSERT_FALSE(node.dead_2.empty());
+  std::set<std::uint64_t> seen;
+  std::size_t told = 0;
+  for (const auto& sent : node.pings_to_2) {
+    if (!seen.insert(sent.ping.seq).second) continue;  // the bare retry of a ping
+    if (sent.at <= node.suspected_2.front() || sent.at >= node.dead_2.front()) continue;
+    bool carries = false;
+    for (const auto& update : sent.ping.updates)
+      carries |=
+          update.ann.endpoint == MiniNet::endpoint(2) && update.status == MemberStatus::suspect;
+    EXPECT_TRUE(carries) << "ping at " << sent.at.count() << " us";
+    ++told;
+  }
+  EXPECT_GE(told, 2u);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::protocol
