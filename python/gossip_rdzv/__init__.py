@@ -5,7 +5,7 @@ needed beyond the project's own build. After the README's build:
 
     PYTHONPATH=python /usr/bin/python3 -c "import gossip_rdzv"
 
-finds build/src/runtime/libgossip_rdzv.so by itself (elsewhere: set GOSSIP_RDZV_LIBRARY).
+finds build/libgossip_rdzv.so by itself (elsewhere: set GOSSIP_RDZV_LIBRARY).
 
 In a worker started by `gossip-rdzv join ... -- python3 train.py`:
 

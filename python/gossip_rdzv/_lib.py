@@ -2,7 +2,7 @@
 
 The library is found, in this order, at:
   1. $GOSSIP_RDZV_LIBRARY (a full path),
-  2. build/src/runtime/libgossip_rdzv.so of the source tree this package sits in (the
+  2. build/libgossip_rdzv.so of the source tree this package sits in (the
      README's build),
   3. wherever the dynamic loader finds libgossip_rdzv.so.0 (an installed copy; add its
      directory to LD_LIBRARY_PATH if it is not a system one).
@@ -12,7 +12,7 @@ import ctypes
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCE_TREE_LIBRARY = os.path.join(_HERE, "..", "..", "build", "src", "runtime", "libgossip_rdzv.so")
+_SOURCE_TREE_LIBRARY = os.path.join(_HERE, "..", "..", "build", "libgossip_rdzv.so")
 
 
 def _candidates():

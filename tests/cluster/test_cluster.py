@@ -496,7 +496,7 @@ class OutputTest(ClusterTest):
         env = dict(os.environ, PYTHONPATH=str(source / "python"))
         build = os.environ.get("GOSSIP_RDZV_BUILD_DIR")
         if build:
-            env["GOSSIP_RDZV_LIBRARY"] = str(Path(build) / "src" / "runtime" / "libgossip_rdzv.so")
+            env["GOSSIP_RDZV_LIBRARY"] = str(Path(build) / "libgossip_rdzv.so")
         script = (
             "import sys, gossip_rdzv\n"
             "first = gossip_rdzv.Store(agent=sys.argv[1], run_id='cluster-test', timeout=20)\n"

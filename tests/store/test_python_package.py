@@ -1,7 +1,7 @@
 """python/gossip_rdzv over the C API, in one process: two nodes on loopback (gossip_rdzv.Node),
 the Store's operations and errors, and the torch.distributed.Store subclass.
 
-Run: GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so PYTHONPATH=python \
+Run: GOSSIP_RDZV_LIBRARY=build/libgossip_rdzv.so PYTHONPATH=python \
      /usr/bin/python3 -m unittest -v test_python_package      (from tests/store)
 """
 import sys

@@ -5,7 +5,7 @@ home (from the timeout error that names it), reads member_stats() to know when a
 request is parked at its home, and checks results.
 
 Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
-     GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so PYTHONPATH=python \
+     GOSSIP_RDZV_LIBRARY=build/libgossip_rdzv.so PYTHONPATH=python \
      /usr/bin/python3 -m unittest -v test_store_cluster      (from tests/store)
 """
 import itertools

@@ -3,7 +3,7 @@ group through gossip_rdzv.torch.store_from_env(), with no MASTER_ADDR/MASTER_POR
 workers' environment; all_reduce and a new_group collective are checked (torch_worker.py).
 
 Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv \
-     GOSSIP_RDZV_LIBRARY=build/src/runtime/libgossip_rdzv.so \
+     GOSSIP_RDZV_LIBRARY=build/libgossip_rdzv.so \
      /usr/bin/python3 -m unittest -v test_torch_store      (from tests/store)
 """
 import os
