@@ -53,4 +53,8 @@ std::vector<std::string> write_env_files(const std::string& path_template,
                                          const Assignment& assignment, EnvFormat format,
                                          const std::optional<std::string>& ifname = std::nullopt);
 
+/// The files write_env_files() writes for a node of `nproc` local processes: one per local
+/// rank (in order) when `path_template` contains "{local_rank}", else the template itself.
+std::vector<std::string> env_file_paths(const std::string& path_template, std::uint32_t nproc);
+
 }  // namespace gossip_rdzv

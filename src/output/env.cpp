@@ -132,23 +132,27 @@ std::vector<std::string> write_env_files(const std::string& path_template,
   if (path_template.empty()) {
     throw Error(ErrorCode::usage, "the env file path is empty; pass a path to --env-file");
   }
-  std::vector<std::string> written;
   if (path_template.find(kLocalRankPlaceholder) == std::string::npos) {
     output::write_file_atomically(path_template, format_env(node_env(assignment, ifname), format),
                                   "env file", "--env-file");
-    written.push_back(path_template);
-    return written;
+    return {path_template};
   }
-  const std::uint32_t nproc = my_node(assignment).nproc;
-  for (std::uint32_t local_rank = 0; local_rank < nproc; ++local_rank) {
-    const std::string path =
-        replace_all(path_template, kLocalRankPlaceholder, std::to_string(local_rank));
-    output::write_file_atomically(path,
+  const auto paths = env_file_paths(path_template, my_node(assignment).nproc);
+  for (std::uint32_t local_rank = 0; local_rank < paths.size(); ++local_rank) {
+    output::write_file_atomically(paths[local_rank],
                                   format_env(torch_env(assignment, local_rank, ifname), format),
                                   "env file", "--env-file");
-    written.push_back(path);
   }
-  return written;
+  return paths;
+}
+
+std::vector<std::string> env_file_paths(const std::string& path_template, std::uint32_t nproc) {
+  if (path_template.find(kLocalRankPlaceholder) == std::string::npos) return {path_template};
+  std::vector<std::string> paths;
+  for (std::uint32_t local_rank = 0; local_rank < nproc; ++local_rank) {
+    paths.push_back(replace_all(path_template, kLocalRankPlaceholder, std::to_string(local_rank)));
+  }
+  return paths;
 }
 
 }  // namespace gossip_rdzv

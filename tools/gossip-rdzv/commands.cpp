@@ -103,23 +103,6 @@ EnvVars with_store(EnvVars env, const Assignment& assignment, const CliOptions& 
 
 constexpr std::string_view kLocalRankPlaceholder = "{local_rank}";
 
-// The env files a template names for a node of `nproc` local processes: one per local rank
-// with {local_rank} in it, else the template itself.
-std::vector<std::string> env_file_paths(const std::string& path_template, std::uint32_t nproc) {
-  if (path_template.find(kLocalRankPlaceholder) == std::string::npos) return {path_template};
-  std::vector<std::string> paths;
-  for (std::uint32_t local_rank = 0; local_rank < nproc; ++local_rank) {
-    std::string path = path_template;
-    const std::string rank_text = std::to_string(local_rank);
-    for (auto pos = path.find(kLocalRankPlaceholder); pos != std::string::npos;
-         pos = path.find(kLocalRankPlaceholder, pos + rank_text.size())) {
-      path.replace(pos, kLocalRankPlaceholder.size(), rank_text);
-    }
-    paths.push_back(std::move(path));
-  }
-  return paths;
-}
-
 // Every output path is checked before this node joins: a node that could only fail after
 // the others agreed would leave their workers waiting in init_process_group.
 void check_output_paths(const CliOptions& options) {
