@@ -9,6 +9,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libgtest-dev libcli11-dev
   libgloo-dev python3-torch
+  clang libclang-rt-14-dev
   nftables iproute2
 )
 

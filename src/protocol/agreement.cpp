@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 
 #include "bitset.hpp"
@@ -12,6 +13,12 @@ namespace gossip_rdzv::protocol {
 namespace {
 
 constexpr std::size_t kMaxKeptViews = 32;  // held, committed and the newest few are all we use
+
+std::optional<std::size_t> index_in(const std::vector<MemberKey>& members, const MemberKey& key) {
+  auto it = std::lower_bound(members.begin(), members.end(), key);
+  if (it == members.end() || !(*it == key)) return std::nullopt;
+  return static_cast<std::size_t>(it - members.begin());
+}
 
 bool strictly_sorted(const std::vector<MemberKey>& members) {
   for (std::size_t i = 1; i < members.size(); ++i) {
@@ -95,6 +102,15 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     }
     // A vote is only believable next to a full ready set, a commit bit next to a quorum of
     // votes: that is what each certifies.
+    // Our own bits are what we set, never what a peer says we set: in a view we did not know
+    // we hold none but the fence we remember promising.
+    if (auto self = index_in(claim.members, config_.self)) {
+      for (auto* set :
+           {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed}) {
+        bits::assign(*set, *self, false);
+      }
+      bits::assign(incoming.fenced, *self, fenced_.count(id) != 0);
+    }
     if (!bits::full(incoming.ready, size)) incoming.voted = bits::empty(size);
     if (!protocol::decided(incoming, claim.members, config_.base))
       incoming.committed = bits::empty(size);
@@ -111,24 +127,25 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   // count (a claim by reference carries nothing else). Bits past the view's size are ignored.
   ViewClaim& mine = it->second.claim;
   const std::size_t size = it->second.members->size();
-  bool grew = bits::merge_within(mine.proposed, claim.proposed, size);
-  grew = bits::merge_within(mine.ready, claim.ready, size) || grew;
+  // Our own bit is never taken from a peer: a forged or corrupt claim must not vote, commit or
+  // fence for us.
+  const std::size_t self = my_index(it->second).value_or(size);
+  bool grew = bits::merge_within(mine.proposed, claim.proposed, size, self);
+  grew = bits::merge_within(mine.ready, claim.ready, size, self) || grew;
   if (bits::full_within(claim.ready, size)) {
-    grew = bits::merge_within(mine.voted, claim.voted, size) || grew;
+    grew = bits::merge_within(mine.voted, claim.voted, size, self) || grew;
   }
   grew = merge_witnesses(mine.witnesses, claim.witnesses) || grew;
   // A commit bit is believable once what we now hold certifies the outcome.
-  if (decided(it->second)) grew = bits::merge_within(mine.committed, claim.committed, size) || grew;
-  grew = bits::merge_within(mine.fenced, claim.fenced, size) || grew;
+  if (decided(it->second))
+    grew = bits::merge_within(mine.committed, claim.committed, size, self) || grew;
+  grew = bits::merge_within(mine.fenced, claim.fenced, size, self) || grew;
   dirty_ = dirty_ || grew;
   return grew;
 }
 
 std::optional<std::size_t> Agreement::my_index(const View& view) const {
-  const auto& members = *view.members;
-  auto it = std::lower_bound(members.begin(), members.end(), config_.self);
-  if (it == members.end() || !(*it == config_.self)) return std::nullopt;
-  return static_cast<std::size_t>(it - members.begin());
+  return index_in(*view.members, config_.self);
 }
 
 bool Agreement::can_win_base(const MemberList& members, const bits::Bytes& fenced,
@@ -595,9 +612,10 @@ std::optional<Time> Agreement::next_deadline() const {
 }
 
 void Agreement::check_invariants() const {
+  // Names the broken invariant on stderr before aborting, also in release builds, so that a
+  // fuzzer's or simulator's crash says which rule broke.
   auto fail = [](const char* what) {
-    (void)what;
-    assert(false && what);
+    std::fprintf(stderr, "agreement invariant broken: %s\n", what);
     std::abort();
   };
   for (const auto& [id, view] : views_) {

@@ -40,15 +40,25 @@ inline bool merge(Bytes& into, const Bytes& other) {
   return grew;
 }
 
-/// ORs the first `members` bits of `other` into `into` (bits past them, and bytes past
-/// either set, are ignored: `other` came from a peer); returns true if `into` gained a bit.
-inline bool merge_within(Bytes& into, const Bytes& other, std::size_t members) {
+/// Sets or clears bit `index` (ignored past the set).
+inline void assign(Bytes& set, std::size_t index, bool value) {
+  if (index / 8 >= set.size()) return;
+  const auto bit = static_cast<unsigned>(1u << (index % 8));
+  set[index / 8] = static_cast<std::uint8_t>(value ? set[index / 8] | bit : set[index / 8] & ~bit);
+}
+
+/// ORs the first `members` bits of `other` into `into`, except bit `except` (bits past them,
+/// and bytes past either set, are ignored: `other` came from a peer); returns true if `into`
+/// gained a bit. Pass `except` >= `members` to take every bit.
+inline bool merge_within(Bytes& into, const Bytes& other, std::size_t members,
+                         std::size_t except = SIZE_MAX) {
   const std::size_t n = std::min({into.size(), other.size(), bytes_for(members)});
   bool grew = false;
   for (std::size_t i = 0; i < n; ++i) {
     auto incoming = other[i];
     if (i + 1 == bytes_for(members) && members % 8 != 0)
       incoming = static_cast<std::uint8_t>(incoming & ((1u << (members % 8)) - 1u));
+    if (except / 8 == i) incoming = static_cast<std::uint8_t>(incoming & ~(1u << (except % 8)));
     const auto merged = static_cast<std::uint8_t>(into[i] | incoming);
     grew = grew || merged != into[i];
     into[i] = merged;

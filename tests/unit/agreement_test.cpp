@@ -133,6 +133,31 @@ TEST(Agreement, BitsPastTheViewAndUncertifiedCommitBitsAreIgnored) {
   b.agreement.check_invariants();
 }
 
+TEST(Agreement, AClaimCannotSetOurOwnBitsForUs) {
+  // Found by fuzz_core (tests/fuzz/crashes/fuzz_core-agreement-invariant): a claim that set
+  // b's own voted and fenced bits made b "vote for and fence" one view. Only b sets b's bits.
+  Node a(1), b(2);
+  a.agreement.step(Time{1}, a.table);
+  ViewClaim forged = a.agreement.claims_to_send()[0];
+  forged.ready = {0x07};
+  forged.voted = {0x02};   // b's vote, claimed by a
+  forged.fenced = {0x02};  // and b's fence
+  // Unknown view: b takes the others' bits, none of its own.
+  EXPECT_TRUE(b.agreement.merge(forged));
+  // Known view: the same. b then holds it and must not have voted for or fenced it.
+  ViewClaim by_reference = forged;
+  by_reference.members.clear();
+  b.agreement.merge(by_reference);
+  b.agreement.step(Time{1}, b.table);
+  const auto held = b.agreement.held_view();
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(bits::get(held->ready, 0));  // a's and c's bits count
+  EXPECT_TRUE(bits::get(held->ready, 2));
+  EXPECT_FALSE(bits::get(held->voted, 1));
+  EXPECT_FALSE(bits::get(held->fenced, 1));
+  b.agreement.check_invariants();
+}
+
 TEST(Agreement, CommitsWithTheAnnouncementOfAMemberThatRestartedSince) {
   Node n[] = {Node(1), Node(2), Node(3)};
   // Gossip every claim to everyone until nothing changes.
