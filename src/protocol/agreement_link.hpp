@@ -41,6 +41,10 @@ class AgreementLink {
   void check_peer(CoreContext& ctx, const Announcement& ann);
 
   void check_invariants() const { witness_.check_invariants(); }
+  /// A new round: a dedicated seed witnesses its views from scratch.
+  void start_round(const CoreContext& ctx) {
+    witness_ = Witness(ctx.config.self.endpoint, ctx.config.round);
+  }
 
  private:
   bool names_members_we_lack(const CoreContext& ctx, const ViewClaim& claim) const;

@@ -13,6 +13,7 @@
 #include "failure_detector.hpp"
 #include "outcome_server.hpp"
 #include "reachability.hpp"
+#include "rounds.hpp"
 
 namespace gossip_rdzv::protocol {
 
@@ -26,6 +27,7 @@ struct Core::Impl {
   Reachability reachability;
   OutcomeServer outcome;
   AgreementLink link;
+  Rounds rounds;
   bool started = false;
   std::unordered_set<std::string> refused;     ///< peers we refused (reported once each)
   std::unordered_set<std::string> refused_by;  ///< peers that refused us (reported once each)
@@ -45,7 +47,41 @@ struct Core::Impl {
     }
   }
   void learn_views(const Envelope& env, const std::vector<ViewClaim>& claims, Time now) {
+    follow_later_round(env, claims, now);
     link.learn_views(ctx, claims, env.sender, env.sender_generation, now, dissemination);
+  }
+
+  // ---- elastic rounds (rounds.hpp) ------------------------------------------------------------
+  /// Leaves the current round for `next.round`: a fresh agreement and outcome over the same
+  /// table; the caller's workers of the earlier round must stop (the event says so).
+  void start_round(Time now, RoundStarted next) {
+    ctx.start_round(next.round);
+    link.start_round(ctx);
+    outcome = OutcomeServer{};
+    rounds.started();
+    ctx.events.push_back(std::move(next));
+    dissemination.push(ctx, ctx.config.timing.gossip_fanout);
+    dissemination.note_pushed(now);
+  }
+  /// A peer claims a view of a later round: that round started, so ours is over. Claims
+  /// come only from nodes in that round, which every node reaches only after a commit.
+  void follow_later_round(const Envelope& env, const std::vector<ViewClaim>& claims, Time now) {
+    if (ctx.left || !(ctx.config.elastic || ctx.config.seed_only)) return;
+    std::uint32_t later = ctx.config.round;
+    for (const auto& claim : claims) later = std::max(later, claim.round);
+    if (later == ctx.config.round) return;
+    if (ctx.config.seed_only) {
+      ctx.config.round = later;
+      link.start_round(ctx);
+      return;
+    }
+    start_round(now, RoundStarted{later, RoundReason::peer_moved_on, env.sender});
+  }
+  void start_round_if_due(Time now) {
+    if (auto next = rounds.due(ctx, outcome.commit_reported())) {
+      start_round(now, std::move(*next));
+      step_agreement(now);
+    }
   }
 
   void step_agreement(Time now) {
@@ -91,7 +127,10 @@ struct Core::Impl {
   }
   void handle(Time now, const Envelope& env, const Gossip& gossip) {
     bootstrap.mark_joined(ctx, env.sender);
-    if (ctx.config.seed_only) link.answer_as_witness(ctx, env.sender, gossip.views);
+    if (ctx.config.seed_only) {
+      follow_later_round(env, gossip.views, now);
+      link.answer_as_witness(ctx, env.sender, gossip.views);
+    }
     if (ctx.config.seed_only && ctx.is_seed(env.sender)) {
       // Joiners another dedicated seed took in: introduce the ones new to us.
       for (const auto& record : gossip.updates) {
@@ -198,6 +237,7 @@ void Core::on_message(Time now, const Envelope& msg) {
   std::visit([&](const auto& body) { s.handle(now, msg, body); }, msg.body);
   if (!std::holds_alternative<Unreachable>(msg.body)) s.reachability.maybe_tell(ctx, now, msg);
   s.step_agreement(now);
+  s.start_round_if_due(now);
   s.outcome.answer_outsider(ctx, now, msg);
 }
 
@@ -226,6 +266,7 @@ void Core::on_tick(Time now) {
   s.outcome.tick_retell(ctx, now);
   s.detector.tick_relays(now);
   s.step_agreement(now);
+  s.start_round_if_due(now);
 }
 
 std::optional<Outgoing> Core::poll_send() {
@@ -264,6 +305,48 @@ bool Core::commit_reported() const {
 bool Core::done() const {
   return impl_->outcome.done();
 }
+
+std::uint32_t Core::round() const {
+  return impl_->ctx.config.round;
+}
+
+bool Core::request_next_round(Time now) {
+  Impl& s = *impl_;
+  if (!s.ctx.config.elastic || s.ctx.left || !s.outcome.commit_reported()) return false;
+  s.rounds.request();
+  s.start_round_if_due(now);
+  return true;
+}
+
+void Core::leave(Time now) {
+  Impl& s = *impl_;
+  CoreContext& ctx = s.ctx;
+  if (ctx.left || ctx.config.seed_only) return;
+  ctx.left = true;
+  ctx.table.set_self(ctx.self_record());
+  ctx.table.enqueue(ctx.config.self.endpoint, ctx.retransmits());
+  s.dissemination.push(ctx, ctx.config.timing.gossip_fanout);
+  s.dissemination.note_pushed(now);
+}
+
+bool Core::left() const {
+  return impl_->ctx.left;
+}
+
+bool Core::job_finished() const {
+  const CoreContext& ctx = impl_->ctx;
+  if (!ctx.left) return false;
+  const MemberList* members = ctx.agreement.committed_member_list();
+  if (members == nullptr) return true;
+  for (const MemberKey& key : *members) {
+    if (key.endpoint == ctx.config.self.endpoint) continue;
+    const Member* row = ctx.table.find(key.endpoint);
+    if (row != nullptr && row->ann->generation == key.generation &&
+        row->status != MemberStatus::dead)
+      return false;
+  }
+  return true;
+}
 const CoreConfig& Core::config() const {
   return impl_->ctx.config;
 }
@@ -293,9 +376,10 @@ void Core::check_invariants() const {
   ctx.agreement.check_invariants();
   s.link.check_invariants();
   const Member* self = ctx.table.find(ctx.config.self.endpoint);
-  if (!ctx.config.seed_only && s.started &&
-      (self == nullptr || self->status != MemberStatus::alive)) {
-    std::abort();  // we never hold a rumour of our own death: we refute it
+  // We never hold a rumour of our own death (we refute it), unless we left.
+  const MemberStatus expected = ctx.left ? MemberStatus::dead : MemberStatus::alive;
+  if (!ctx.config.seed_only && s.started && (self == nullptr || self->status != expected)) {
+    std::abort();
   }
 }
 

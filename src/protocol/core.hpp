@@ -39,7 +39,11 @@ struct CoreConfig {
   std::chrono::milliseconds last_call{30000};
   std::uint64_t rng_seed = 1;  ///< the only source of randomness
   bool seed_only = false;      ///< a dedicated seed: introduces joiners, never a member
-  std::uint32_t round = 0;
+  std::uint32_t round = 0;     ///< the first round; elastic rounds count up from it
+  /// Elastic: after a commit, a member's death or restart, a live node outside a view below
+  /// MAX, request_next_round() or a peer's claim of a later round start the next round
+  /// (docs/protocol.md, "Rounds"). Otherwise the core agrees once.
+  bool elastic = false;
   /// Announcements and view member lists, interned; several cores of one process may share
   /// it (the simulator does). Null: the core makes its own.
   std::shared_ptr<InternPool> pool;
@@ -101,13 +105,29 @@ struct PeerUnreachable {
   std::uint32_t unanswered = 0;
   Time failing_for{0};
 };
+/// Why an elastic job moved on to another round.
+enum class RoundReason : std::uint8_t {
+  workers_failed,    ///< request_next_round(): this node's workers failed
+  member_dead,       ///< `peer`, a member of the last round, was declared dead
+  member_restarted,  ///< `peer`'s process restarted (a newer generation at its endpoint)
+  member_arrived,    ///< `peer` is alive outside a round that has room for it
+  peer_moved_on,     ///< `peer` claims a view of a later round
+};
+/// An elastic job left the round it was in (committed or not) for `round`: workers of the
+/// earlier round must stop; Committed follows with the new round's assignment.
+struct RoundStarted {
+  std::uint32_t round = 0;
+  RoundReason reason{};
+  std::string peer;
+};
 /// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
 struct Fatal {
   ErrorCode code{};
   std::string message;
 };
-using Event = std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed,
-                           NotAdmitted, PeerRefused, Fatal, UnreachableReported, PeerUnreachable>;
+using Event =
+    std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed, NotAdmitted,
+                 PeerRefused, Fatal, UnreachableReported, PeerUnreachable, RoundStarted>;
 
 /// What the core knows, for progress lines and timeout reports.
 struct MemberView {
@@ -165,6 +185,20 @@ class Core {
   bool commit_reported() const;
   /// Committed and every member known to have committed, or the commit grace ran out.
   bool done() const;
+
+  // ---- elastic rounds (config.elastic) --------------------------------------------------------
+  /// The round this node is in.
+  std::uint32_t round() const;
+  /// This node's workers failed: once this round's outcome is reported, start the next
+  /// round (RoundStarted{workers_failed}). Returns false, doing nothing, when the core is
+  /// not elastic, has not reported this round's commit, or has left.
+  bool request_next_round(Time now);
+  /// This node's workers finished: leave the job for good (a death at kLeftIncarnation,
+  /// spread by gossip), start no more rounds, keep answering until the caller stops.
+  void leave(Time now);
+  bool left() const;
+  /// Left, and every other member of the last committed round left or is dead.
+  bool job_finished() const;
   Snapshot snapshot() const;
   const CoreConfig& config() const;
   /// Aborts (assert) if an internal invariant is broken; the simulator calls it every step.

@@ -24,6 +24,17 @@ CoreContext::CoreContext(CoreConfig cfg)
   std::sort(seed_set.begin(), seed_set.end());
 }
 
+void CoreContext::start_round(std::uint32_t round) {
+  config.round = round;
+  // Every round's quorum base is round 0's: the seed list as given (config.seeds no longer
+  // holds our own endpoint, so base_of(config) would differ from node to node).
+  QuorumBase base = agreement.base();
+  agreement = Agreement(AgreementConfig{
+      MemberKey{config.self.endpoint, config.self.generation}, round, config.min_nodes,
+      config.max_nodes, as_time(config.last_call), std::move(base), table.pool_handle()});
+  dirty = true;
+}
+
 Envelope CoreContext::envelope(Body body) const {
   Envelope env;
   env.run_id = config.run_id;
@@ -42,6 +53,7 @@ void CoreContext::reply(const std::string& to, Body body) {
 }
 
 MemberRecord CoreContext::self_record() const {
+  if (left) return MemberRecord{config.self, kLeftIncarnation, MemberStatus::dead};
   return MemberRecord{config.self, incarnation, MemberStatus::alive};
 }
 

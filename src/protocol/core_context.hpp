@@ -51,6 +51,12 @@ struct CoreContext {
   /// new agreement bits.
   bool dirty = false;
 
+  /// Left the job (Core::leave): our row says so, and it never changes again.
+  bool left = false;
+
+  /// Moves to `round`: a new agreement over the same table and quorum base.
+  void start_round(std::uint32_t round);
+
   Envelope envelope(Body body) const;
   void send(const std::string& to, Body body);
   /// Back over the connection the message being handled arrived on (Outgoing::reply).

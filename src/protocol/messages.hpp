@@ -33,6 +33,11 @@ struct Announcement {
 
 enum class MemberStatus : std::uint8_t { alive = 0, suspect = 1, dead = 2 };
 
+/// A member that leaves on purpose (its workers finished: Core::leave) declares itself dead
+/// at this incarnation, which no rumour can override and nobody can refute. Elastic rounds
+/// tell it from a crash by it: a member that left ends no round.
+inline constexpr std::uint64_t kLeftIncarnation = UINT64_MAX;
+
 /// One row of the membership table as it travels. Newer = (generation, incarnation, status)
 /// larger, with dead > suspect > alive at equal incarnation (SWIM's override order).
 struct MemberRecord {

@@ -10,7 +10,8 @@ namespace gossip_rdzv::protocol {
 void OutcomeServer::after_step(CoreContext& ctx, Time now, Dissemination& dissemination) {
   const Agreement& agreement = ctx.agreement;
   if (agreement.committed() && !commit_reported_) report_commit(ctx, now, dissemination);
-  if (agreement.not_admitted() && !not_admitted_reported_) report_not_admitted(ctx);
+  if (agreement.not_admitted() && !not_admitted_reported_ && !awaits_next_round(ctx))
+    report_not_admitted(ctx);
   if (agreement.everyone_committed() && !pushed_full_commit_) {
     // Our caller may stop once we are done: hand the complete commit set to a few members
     // now, or one that still lacks a bit only we had would wait out its grace.
@@ -52,6 +53,14 @@ void OutcomeServer::report_commit(CoreContext& ctx, Time now, Dissemination& dis
   }
 }
 
+// An elastic round that committed below MAX without us is not the end: its members see us
+// alive outside it and start the next round (docs/protocol.md, "Rounds").
+bool OutcomeServer::awaits_next_round(const CoreContext& ctx) const {
+  if (!ctx.config.elastic) return false;
+  const auto view = ctx.agreement.foreign_commit();
+  return view && view->members.size() < ctx.config.max_nodes;
+}
+
 void OutcomeServer::report_not_admitted(CoreContext& ctx) {
   not_admitted_reported_ = true;
   NotAdmitted event;
@@ -67,8 +76,9 @@ void OutcomeServer::report_not_admitted(CoreContext& ctx) {
 
 // A seed that stays past a member's linger only answers: every member knows the outcome,
 // and probing or gossiping to members that have left would only fill their queues.
+// An elastic job's members never go quiet: failure detection must go on while the workers run.
 bool OutcomeServer::seed_stays_quietly(const CoreContext& ctx) const {
-  return ctx.am_seed() && commit_reported_ && !done_ && ctx.agreement.everyone_committed();
+  return !ctx.config.elastic && ctx.am_seed() && commit_reported_ && !done_ && ctx.agreement.everyone_committed();
 }
 
 bool OutcomeServer::go_quiet(const CoreContext& ctx, Time now) {

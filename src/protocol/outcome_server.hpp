@@ -50,6 +50,7 @@ class OutcomeServer {
                               std::uint64_t generation) const;
   void report_commit(CoreContext& ctx, Time now, Dissemination& dissemination);
   void report_not_admitted(CoreContext& ctx);
+  bool awaits_next_round(const CoreContext& ctx) const;
   void tell_outsiders(CoreContext& ctx, const MemberList& members);
   bool seed_stays_quietly(const CoreContext& ctx) const;
   Time stay_until(const CoreContext& ctx) const;

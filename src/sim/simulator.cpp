@@ -36,9 +36,10 @@ extern "C" void on_abort_signal(int signal_number) {
 }
 
 const char* event_name(const protocol::Event& event) {
-  static constexpr const char* names[] = {
-      "JoinedCluster", "MemberUp",    "MemberSuspected", "MemberDead",          "Committed",
-      "NotAdmitted",   "PeerRefused", "Fatal",           "UnreachableReported", "PeerUnreachable"};
+  static constexpr const char* names[] = {"JoinedCluster",   "MemberUp",    "MemberSuspected",
+                                          "MemberDead",      "Committed",   "NotAdmitted",
+                                          "PeerRefused",     "Fatal",       "UnreachableReported",
+                                          "PeerUnreachable", "RoundStarted"};
   // One name per alternative: --trace 1 read past the end of this table (and crashed) once
   // the reachability events were added without names.
   static_assert(std::size(names) == std::variant_size_v<protocol::Event>);

@@ -27,6 +27,7 @@ struct NodeOptions {
   std::uint32_t max_nodes = 0;
   std::uint64_t generation = 1;
   bool seed_only = false;
+  bool elastic = false;
   std::vector<std::string> seeds;  // empty: the net's default seed
   std::string endpoint;            // empty: 10.0.0.i:29400; e.g. "127.0.0.1:29400"
 };
@@ -64,6 +65,7 @@ class MiniNet {
     config.last_call = last_call;
     config.rng_seed = 7 * static_cast<std::uint64_t>(i) + options.generation;
     config.seed_only = options.seed_only;
+    config.elastic = options.elastic;
     nodes_[config.self.endpoint] = std::make_unique<Core>(config);
     Core& core = *nodes_[config.self.endpoint];
     core.start(now_);
@@ -130,6 +132,14 @@ class MiniNet {
       if (auto* c = std::get_if<Committed>(&event)) return c->assignment;
     }
     return std::nullopt;
+  }
+  /// Every assignment node i committed, in order (one per round in an elastic job).
+  std::vector<Assignment> commits(int i) {
+    std::vector<Assignment> out;
+    for (const auto& event : events(i)) {
+      if (auto* c = std::get_if<Committed>(&event)) out.push_back(c->assignment);
+    }
+    return out;
   }
   template <class E>
   const E* find_event(int i) {

@@ -1,0 +1,39 @@
+#include "rounds.hpp"
+
+#include <algorithm>
+
+namespace gossip_rdzv::protocol {
+
+bool left_on_purpose(const Member& row) {
+  return row.status == MemberStatus::dead && row.incarnation == kLeftIncarnation;
+}
+
+std::optional<RoundStarted> Rounds::due(const CoreContext& ctx, bool commit_reported) const {
+  if (!ctx.config.elastic || ctx.left || !commit_reported) return std::nullopt;
+  const std::uint32_t next = ctx.config.round + 1;
+  if (requested_) return RoundStarted{next, RoundReason::workers_failed, {}};
+  const MemberList* members = ctx.agreement.committed_member_list();
+  if (members == nullptr) return std::nullopt;
+  for (const MemberKey& key : *members) {
+    if (key.endpoint == ctx.config.self.endpoint) continue;
+    const Member* row = ctx.table.find(key.endpoint);
+    if (row == nullptr) continue;
+    if (row->ann->generation > key.generation)
+      return RoundStarted{next, RoundReason::member_restarted, key.endpoint};
+    if (row->status == MemberStatus::dead && !left_on_purpose(*row))
+      return RoundStarted{next, RoundReason::member_dead, key.endpoint};
+  }
+  if (members->size() >= ctx.config.max_nodes) return std::nullopt;
+  // Room left: a live node outside the view is a newcomer (scale-up) or a member of an
+  // earlier round that was left out and came back.
+  for (std::uint32_t index : ctx.table.live_peers()) {
+    const Member& row = ctx.table.rows()[index];
+    if (row.status != MemberStatus::alive) continue;
+    const MemberKey key{row.ann->endpoint, row.ann->generation};
+    if (!std::binary_search(members->begin(), members->end(), key))
+      return RoundStarted{next, RoundReason::member_arrived, key.endpoint};
+  }
+  return std::nullopt;
+}
+
+}  // namespace gossip_rdzv::protocol

@@ -1,0 +1,33 @@
+// Elastic rounds (CoreConfig::elastic): when a job that agreed must agree again. After this
+// node reported its round's commit, the next round starts when its workers failed
+// (request_next_round), a member of the committed view died or restarted, or a live node
+// waits outside a view that has room for it (below MAX). A member that left on purpose
+// (its workers finished: kLeftIncarnation) ends no round. Every round keeps the seed list as
+// its quorum base, so each round has at most one outcome by the same argument as round 0
+// (docs/protocol.md, "Rounds").
+#pragma once
+
+#include <optional>
+
+#include "core_context.hpp"
+
+namespace gossip_rdzv::protocol {
+
+class Rounds {
+ public:
+  /// The workers of this node failed: the next round is wanted once our commit is reported.
+  void request() { requested_ = true; }
+  /// A new round began: a request made in the last one is spent.
+  void started() { requested_ = false; }
+  /// Why the round after ours should start now, if it should. `commit_reported`: this node
+  /// reported its round's outcome (only then does it know the members whose loss matters).
+  std::optional<RoundStarted> due(const CoreContext& ctx, bool commit_reported) const;
+
+ private:
+  bool requested_ = false;
+};
+
+/// Whether `row` left on purpose (Core::leave), rather than crashed.
+bool left_on_purpose(const Member& row);
+
+}  // namespace gossip_rdzv::protocol

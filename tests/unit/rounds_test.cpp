@@ -1,0 +1,213 @@
+// Elastic rounds (rounds.hpp, docs/protocol.md "Rounds"): after a commit the nodes agree again
+// when a node's workers fail, a member dies, restarts or arrives below MAX, or a peer is in a
+// later round; every round has one outcome; a member that left on purpose ends no round.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core_helpers.hpp"
+
+namespace gossip_rdzv::protocol::testing {
+namespace {
+
+/// The assignment node i committed for `round`, if any.
+std::optional<Assignment> commit_of(MiniNet& net, int i, std::uint32_t round) {
+  for (const auto& a : net.commits(i)) {
+    if (a.round == round) return a;
+  }
+  return std::nullopt;
+}
+
+bool all_in_round(MiniNet& net, const std::vector<int>& ids, std::uint32_t round) {
+  for (int i : ids) {
+    if (!commit_of(net, i, round)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> endpoints(const Assignment& a) {
+  std::vector<std::string> out;
+  for (const auto& node : a.nodes) out.push_back(node.endpoint);
+  return out;
+}
+
+/// Every node of `ids` committed one and the same outcome for `round`: members, ranks,
+/// master address and port, world size.
+void expect_one_outcome(MiniNet& net, const std::vector<int>& ids, std::uint32_t round) {
+  const auto first = commit_of(net, ids.front(), round);
+  ASSERT_TRUE(first);
+  for (int i : ids) {
+    const auto mine = commit_of(net, i, round);
+    ASSERT_TRUE(mine) << "node " << i << " did not commit round " << round;
+    EXPECT_EQ(endpoints(*mine), endpoints(*first));
+    EXPECT_EQ(mine->master_addr, first->master_addr);
+    EXPECT_EQ(mine->master_port, first->master_port);
+    EXPECT_EQ(mine->world_size, first->world_size);
+    EXPECT_EQ(mine->me().endpoint, MiniNet::endpoint(i));
+  }
+}
+
+const RoundStarted* round_started(MiniNet& net, int i, std::uint32_t round) {
+  for (const auto& event : net.events(i)) {
+    if (auto* e = std::get_if<RoundStarted>(&event); e && e->round == round) return e;
+  }
+  return nullptr;
+}
+
+NodeOptions elastic(std::uint32_t min = 0, std::uint32_t max = 0) {
+  NodeOptions options;
+  options.elastic = true;
+  options.min_nodes = min;
+  options.max_nodes = max;
+  return options;
+}
+
+TEST(Rounds, WorkersFailingOnOneNodeStartTheNextRoundEverywhere) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  ASSERT_TRUE(net.node(2)->request_next_round(net.now()));
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 1); }));
+  expect_one_outcome(net, {1, 2, 3}, 1);
+  ASSERT_TRUE(round_started(net, 2, 1));
+  EXPECT_EQ(round_started(net, 2, 1)->reason, RoundReason::workers_failed);
+  EXPECT_EQ(round_started(net, 1, 1)->reason, RoundReason::peer_moved_on);
+  // Same members: stable ranks, the same master.
+  EXPECT_EQ(endpoints(*commit_of(net, 1, 1)), endpoints(*commit_of(net, 1, 0)));
+  EXPECT_EQ(net.node(1)->round(), 1u);
+}
+
+TEST(Rounds, ANonElasticCoreAgreesOnce) {
+  MiniNet net(2, 2);
+  net.add(1), net.add(2);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, {1, 2}); }));
+  EXPECT_FALSE(net.node(1)->request_next_round(net.now()));
+  net.crash(2);
+  net.run([] { return false; }, 10s);
+  EXPECT_EQ(net.node(1)->round(), 0u);
+  EXPECT_EQ(net.commits(1).size(), 1u);
+}
+
+TEST(Rounds, NoNextRoundBeforeThisOneCommitted) {
+  MiniNet net(3, 3);
+  net.add(1, elastic()), net.add(2, elastic());
+  net.run([] { return false; }, 1s);
+  EXPECT_FALSE(net.node(1)->request_next_round(net.now()));
+  EXPECT_EQ(net.node(1)->round(), 0u);
+}
+
+TEST(Rounds, SurvivorsOfADeadMemberFormTheNextRoundWithoutIt) {
+  MiniNet net(2, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  ASSERT_EQ(commit_of(net, 1, 0)->nnodes(), 3u);
+  net.crash(3);
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 1); }));
+  expect_one_outcome(net, {1, 2}, 1);
+  EXPECT_EQ(commit_of(net, 1, 1)->nnodes(), 2u);
+  const RoundStarted* why = round_started(net, 1, 1);
+  ASSERT_TRUE(why);
+  EXPECT_TRUE(why->reason == RoundReason::member_dead || why->reason == RoundReason::peer_moved_on);
+  // Survivors keep their relative order: node ranks follow the same natural order.
+  EXPECT_EQ(commit_of(net, 1, 1)->nodes[0].endpoint, commit_of(net, 1, 0)->nodes[0].endpoint);
+}
+
+TEST(Rounds, FewerThanMinSurvivorsWaitAndCommitNothing) {
+  MiniNet net(2, 2);
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  net.crash(2);
+  EXPECT_FALSE(net.run([&] { return commit_of(net, 1, 1).has_value(); }, 20s));
+  EXPECT_EQ(net.node(1)->round(), 1u);  // it left round 0: its workers must stop
+}
+
+TEST(Rounds, ANodeArrivingBelowMaxGrowsTheJob) {
+  MiniNet net(2, 3);
+  net.last_call = 500ms;
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  ASSERT_EQ(commit_of(net, 1, 0)->nnodes(), 2u);
+  net.add(3, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 1); }));
+  expect_one_outcome(net, {1, 2, 3}, 1);
+  EXPECT_EQ(commit_of(net, 1, 1)->nnodes(), 3u);
+  EXPECT_FALSE(net.find_event<NotAdmitted>(3));
+  // The newcomer comes after the members it joined.
+  EXPECT_EQ(commit_of(net, 1, 1)->nodes.back().endpoint, MiniNet::endpoint(3));
+}
+
+TEST(Rounds, ANodeArrivingAtMaxIsNotAdmitted) {
+  MiniNet net(2, 2);
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  net.add(3, elastic());
+  ASSERT_TRUE(net.run([&] { return net.find_event<NotAdmitted>(3) != nullptr; }));
+  EXPECT_EQ(net.node(1)->round(), 0u);
+}
+
+TEST(Rounds, AMemberThatLeftOnPurposeStartsNoRoundAndTheJobEndsWhenAllLeft) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  net.node(3)->leave(net.now());
+  EXPECT_FALSE(net.node(3)->job_finished());
+  // Its leave spreads before it exits; then its exit is no failure.
+  net.run([] { return false; }, 2s);
+  net.crash(3);
+  net.run([] { return false; }, 20s);
+  EXPECT_EQ(net.node(1)->round(), 0u);
+  EXPECT_EQ(net.node(2)->round(), 0u);
+  net.node(1)->leave(net.now());
+  net.node(2)->leave(net.now());
+  ASSERT_TRUE(net.run([&] { return net.node(1)->job_finished() && net.node(2)->job_finished(); }));
+  EXPECT_FALSE(net.node(1)->request_next_round(net.now()));
+}
+
+TEST(Rounds, ANodeCutOffMidJobLearnsItWasLeftOutAndRejoinsALaterRound) {
+  MiniNet net(2, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  net.cut(3, 1), net.cut(3, 2);
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 1); }));
+  EXPECT_EQ(commit_of(net, 1, 1)->nnodes(), 2u);
+  // Cut off, it sees the others die and leaves round 0 too, but alone it is no round.
+  EXPECT_FALSE(commit_of(net, 3, 1));
+  net.heal();
+  // It hears of round 1 (its round-0 workers must stop), and as the job has room, the
+  // others take it back in a later round.
+  ASSERT_TRUE(net.run([&] { return net.node(3)->round() >= 1; }));
+  ASSERT_TRUE(net.run([&] {
+    const auto a = net.commits(3);
+    return !a.empty() && a.back().round >= 2 && a.back().nnodes() == 3;
+  }));
+  const std::uint32_t round = net.commits(3).back().round;
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, round); }));
+  expect_one_outcome(net, {1, 2, 3}, round);
+}
+
+TEST(Rounds, ASeedKilledMidJobDoesNotStopAJobGivenThreeSeeds) {
+  MiniNet net(2, 3);
+  NodeOptions options = elastic();
+  options.seeds = {MiniNet::endpoint(1), MiniNet::endpoint(2), MiniNet::endpoint(3)};
+  for (int i = 1; i <= 3; ++i) net.add(i, options);
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  net.crash(1);
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {2, 3}, 1); }));
+  expect_one_outcome(net, {2, 3}, 1);
+  // The seed restarts (a new process at its endpoint) and is taken back in.
+  NodeOptions restarted = options;
+  restarted.generation = 2;
+  net.add(1, restarted);
+  ASSERT_TRUE(net.run([&] {
+    const auto a = net.commits(1);
+    return !a.empty() && a.back().nnodes() == 3;
+  }));
+  const std::uint32_t round = net.commits(1).back().round;
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, round); }));
+  expect_one_outcome(net, {1, 2, 3}, round);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::protocol::testing
