@@ -79,6 +79,10 @@ struct Config {
   std::string hostname;         ///< empty: the machine's host name
   std::uint64_t rng_seed = 0;   ///< 0: seeded from the OS; fixed only for tests
   bool dedicated_seed = false;  ///< only introduce joiners, never a member (`seed` command)
+  /// Elastic job (`--max-restarts` > 0): after a round commits, the nodes agree on the next
+  /// one when a member dies or restarts, a node arrives below max_nodes, or a node reports
+  /// its workers failed (Node::report_workers_failed). Otherwise the job agrees once.
+  bool elastic = false;
 };
 
 /// A rule of validate() that a config breaks, in parts, so that each front end can word it

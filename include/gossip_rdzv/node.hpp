@@ -71,6 +71,25 @@ class Node {
 
   Progress progress() const;
 
+  // ---- elastic jobs (Config::elastic) ------------------------------------------------------
+  /// Whether the job moved past `current`'s round (a member died or restarted, a node
+  /// arrived, a node's workers failed): this node's workers of that round must stop.
+  bool round_over(const Assignment& current) const;
+  /// Why the latest round began, for people (unset: still in the first round).
+  std::optional<std::string> round_change() const;
+  /// Blocks until the assignment of a round after `previous` is committed, at most
+  /// `config.join_timeout`; throws as wait() does.
+  Assignment wait_next(const Assignment& previous);
+  /// This node's workers failed: the nodes agree on the next round (returns false, doing
+  /// nothing, when the job is not elastic or this node has no committed round yet).
+  bool report_workers_failed();
+  /// This node's workers finished: it leaves the job and starts no more rounds; the others
+  /// do not mistake its exit for a crash.
+  void report_workers_finished();
+  /// After report_workers_finished(): blocks until every other member of the last round
+  /// left too or is dead (then this node may exit), at most `timeout`; returns whether so.
+  bool wait_job_finished(milliseconds timeout);
+
   /// After commit: keep answering peers until every member knows the outcome, at most
   /// `config.timing.commit_grace`; a seed stays max(commit_grace, join_backoff_max) after
   /// its commit, for processes that start or restart late (docs/protocol.md, rule 7).

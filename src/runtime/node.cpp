@@ -46,6 +46,12 @@ using runtime::progress_rows;
 using runtime::reachable_only_one_way;
 using runtime::refusal_error;
 using runtime::refused_by_every_seed;
+
+/// The committed assignment of the round the node is in (none while a new round forms).
+std::optional<Assignment> current_assignment(const runtime::RuntimeState& state) {
+  if (state.assignment && state.assignment->round == state.round) return state.assignment;
+  return std::nullopt;
+}
 using runtime::resolve_seeds;
 using runtime::seconds_text;
 using runtime::seed_list_text;
@@ -99,6 +105,8 @@ struct Node::Impl {
   }
   protocol::CoreConfig core_config(const std::string& advertise_host) const;
   Error timeout_error(const runtime::RuntimeState& state) const;
+  /// The assignment of the current round, or the Error that ended the wait for it.
+  Assignment outcome_of(const runtime::RuntimeState& state) const;
 };
 
 protocol::CoreConfig Node::Impl::core_config(const std::string& advertise_host) const {
@@ -130,6 +138,7 @@ protocol::CoreConfig Node::Impl::core_config(const std::string& advertise_host) 
   core.last_call = config.last_call;
   core.rng_seed = config.rng_seed != 0 ? config.rng_seed : random_u64();
   core.seed_only = config.dedicated_seed;
+  core.elastic = config.elastic;
   return core;
 }
 
@@ -213,24 +222,65 @@ Assignment Node::wait() {
   const std::size_t seed_count = impl_->seeds.size();
   runtime.wait_until(
       [&](const runtime::RuntimeState& s) {
-        return s.assignment || s.fatal || s.not_admitted || s.loop_failure || s.stopped ||
+        return current_assignment(s) || s.fatal || s.not_admitted || s.loop_failure || s.stopped ||
                refused_by_every_seed(s, seed_count);
       },
       impl_->started_at + impl_->config.join_timeout);
-  const runtime::RuntimeState state = runtime.state();
-  if (state.assignment) return *state.assignment;
+  return impl_->outcome_of(runtime.state());
+}
+
+Assignment Node::Impl::outcome_of(const runtime::RuntimeState& state) const {
+  if (auto current = current_assignment(state)) return *current;
   if (state.fatal) throw Error(state.fatal->code, state.fatal->message);
-  if (state.not_admitted) throw not_admitted_error(impl_->config, *state.not_admitted);
+  if (state.not_admitted) throw not_admitted_error(config, *state.not_admitted);
   if (state.stopped) throw Error(ErrorCode::usage, "Node::stop() was called during wait()");
   if (state.loop_failure) {
     throw Error(ErrorCode::internal, "the gossip-rdzv event loop failed: " + *state.loop_failure);
   }
-  throw impl_->timeout_error(state);
+  throw timeout_error(state);
 }
 
 std::optional<Assignment> Node::try_assignment() const {
   if (!impl_->runtime) return std::nullopt;
-  return impl_->runtime->state().assignment;
+  return current_assignment(impl_->runtime->state());
+}
+
+bool Node::round_over(const Assignment& current) const {
+  return impl_->runtime && impl_->runtime->state().round > current.round;
+}
+
+std::optional<std::string> Node::round_change() const {
+  if (!impl_->runtime) return std::nullopt;
+  const auto started = impl_->runtime->state().round_started;
+  if (!started) return std::nullopt;
+  return "round " + std::to_string(started->round) + ": " + runtime::describe_round_start(*started);
+}
+
+Assignment Node::wait_next(const Assignment& previous) {
+  runtime::Runtime& runtime = impl_->running("wait_next");
+  runtime.wait_until(
+      [&](const runtime::RuntimeState& s) {
+        auto current = current_assignment(s);
+        return (current && current->round > previous.round) || s.fatal || s.not_admitted ||
+               s.loop_failure || s.stopped;
+      },
+      std::chrono::steady_clock::now() + impl_->config.join_timeout);
+  return impl_->outcome_of(runtime.state());
+}
+
+bool Node::report_workers_failed() {
+  return impl_->runtime && impl_->runtime->request_next_round();
+}
+
+void Node::report_workers_finished() {
+  if (impl_->runtime) impl_->runtime->leave();
+}
+
+bool Node::wait_job_finished(milliseconds timeout) {
+  if (!impl_->runtime) return false;
+  return impl_->runtime->wait_until(
+      [](const runtime::RuntimeState& s) { return s.job_finished || s.stopped; },
+      std::chrono::steady_clock::now() + timeout);
 }
 
 Progress Node::progress() const {

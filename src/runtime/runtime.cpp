@@ -78,6 +78,30 @@ bool on_this_machine(const std::string& endpoint) {
 
 }  // namespace
 
+std::string describe_round_start(const protocol::RoundStarted& e) {
+  using protocol::RoundReason;
+  const std::string peer = printable(e.peer);
+  std::string why;
+  switch (e.reason) {
+    case RoundReason::workers_failed:
+      why = "this node's workers failed";
+      break;
+    case RoundReason::member_dead:
+      why = "member " + peer + " was declared dead";
+      break;
+    case RoundReason::member_restarted:
+      why = "member " + peer + " restarted";
+      break;
+    case RoundReason::member_arrived:
+      why = "node " + peer + " is waiting to join and the job has room for it";
+      break;
+    case RoundReason::peer_moved_on:
+      why = "node " + peer + " moved on to this round";
+      break;
+  }
+  return why + "; re-forming the group (the previous round's workers stop)";
+}
+
 std::string reachability_advice(const std::string& endpoint,
                                 const std::vector<std::string>& reporters) {
   const auto parsed = protocol::parse_endpoint(endpoint, nullptr);
@@ -147,6 +171,24 @@ bool Runtime::wait_until(const std::function<bool(const RuntimeState&)>& satisfi
                          std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mutex_);
   return changed_.wait_until(lock, deadline, [&] { return satisfied(state_); });
+}
+
+bool Runtime::request_next_round() {
+  bool accepted = false;
+  {
+    std::lock_guard lock(mutex_);
+    accepted = core_.request_next_round(now());
+  }
+  if (transport_) transport_->wake();  // its sends and events are handled by the loop
+  return accepted;
+}
+
+void Runtime::leave() {
+  {
+    std::lock_guard lock(mutex_);
+    core_.leave(now());
+  }
+  if (transport_) transport_->wake();
 }
 
 protocol::Snapshot Runtime::snapshot() const {
@@ -264,6 +306,8 @@ std::vector<Runtime::Send> Runtime::step(Time now,
   while (auto out = core_.poll_send()) outgoing.push_back(Send{std::move(*out), {}});
   while (auto event = core_.poll_event()) apply_event(*event);
   state_.done = core_.done();
+  state_.round = core_.round();
+  state_.job_finished = core_.job_finished();
   step_sidecar(now);
   return outgoing;
 }
@@ -356,6 +400,9 @@ void Runtime::apply_event(const protocol::Event& event) {
               "--advertise address, or a firewall dropping inbound TCP to its gossip port)",
               printable(e.endpoint), e.unanswered,
               std::chrono::duration<double>(e.failing_for).count());
+        } else if constexpr (std::is_same_v<E, protocol::RoundStarted>) {
+          log_->warn("round {}: {}", e.round, describe_round_start(e));
+          state_.round_started = e;
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
           // Node::wait() throws it as an Error whose message the caller reports (the CLI
           // prints it once); logging it too would say it twice.

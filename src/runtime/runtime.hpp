@@ -36,9 +36,12 @@ struct RuntimeState {
   /// Peers that told this node its advertised endpoint does not answer them: the latest
   /// notice per peer, in the order they first arrived.
   std::vector<protocol::UnreachableReported> unreachable_reports;
-  bool done = false;                        ///< core.done(): finish() may return
-  bool stopped = false;                     ///< stop() was called
-  std::optional<std::string> loop_failure;  ///< the loop died of an exception (a bug)
+  bool done = false;        ///< core.done(): finish() may return
+  std::uint32_t round = 0;  ///< the round the core is in (elastic jobs move on)
+  std::optional<protocol::RoundStarted> round_started;  ///< why the latest round began
+  bool job_finished = false;                            ///< core.job_finished()
+  bool stopped = false;                                 ///< stop() was called
+  std::optional<std::string> loop_failure;              ///< the loop died of an exception (a bug)
 };
 
 /// Another protocol sharing the gossip socket (the store, docs/store.md): the loop hands it
@@ -67,6 +70,10 @@ class Sidecar {
   virtual std::optional<protocol::Time> next_wakeup() const = 0;
 };
 
+/// Why an elastic job started `e.round`, for people, e.g. "node 10.0.0.3:29400 was declared
+/// dead; the workers of the previous round stop".
+std::string describe_round_start(const protocol::RoundStarted& e);
+
 class Runtime {
  public:
   /// `transport` is already bound; from start() on only the loop thread uses it.
@@ -89,6 +96,11 @@ class Runtime {
   bool wait_until(const std::function<bool(const RuntimeState&)>& satisfied,
                   std::chrono::steady_clock::time_point deadline) const;
   protocol::Snapshot snapshot() const;
+  /// Elastic jobs: this node's workers failed (Core::request_next_round). Returns whether
+  /// the core accepted it (elastic, and this round's commit reported).
+  bool request_next_round();
+  /// Elastic jobs: this node's workers finished (Core::leave).
+  void leave();
   /// Time on the core's clock (since this runtime was created).
   protocol::Time now() const;
   const protocol::CoreConfig& config() const { return config_; }
