@@ -79,5 +79,50 @@ class E2ETest(unittest.TestCase):
         self.check_results(logs)
 
 
+class ElasticTest(unittest.TestCase):
+    """`join --max-restarts K -- CMD`: failures re-form the job instead of ending it."""
+
+    def setUp(self) -> None:
+        self.tmp = temp_dir(self, "gossip-rdzv-elastic-")
+        self.cluster = Cluster(self.tmp)
+        self.addCleanup(self.cluster.close)
+        self.out = self.tmp / "results"
+        self.out.mkdir()
+        os.environ["GR_E2E_OUT"] = str(self.out)  # inherited by the nodes, then the workers
+        self.addCleanup(os.environ.pop, "GR_E2E_OUT", None)
+
+    def results(self, world: int, logs: str) -> list:
+        found = [json.loads((self.out / f"rank{r}.json").read_text())
+                 for r in range(world) if (self.out / f"rank{r}.json").exists()]
+        self.assertEqual(len(found), world, f"only {len(found)} of {world} ranks finished\n{logs}")
+        return found
+
+    def test_a_worker_crash_restarts_every_node_and_the_job_finishes(self):
+        os.environ["GR_CRASH_RANK"] = "1"
+        self.addCleanup(os.environ.pop, "GR_CRASH_RANK", None)
+        nodes = self.cluster.start_nodes(
+            3, extra=["--max-restarts", "2", "--", PYTHON, str(HERE / "elastic_worker.py")])
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs(nodes)
+        self.assertEqual(codes, [0, 0, 0], logs)
+        for result in self.results(3, logs):
+            self.assertEqual(result["world_size"], 3)
+            self.assertEqual(result["restart_count"], 1)  # TORCHELASTIC_RESTART_COUNT
+            self.assertGreater(result["resumed_from"], 0)  # from its checkpoint
+            self.assertEqual(result["sum"], 6)
+        self.assertIn("restart 1 of 2", logs)
+
+    def test_restarts_exhausted_end_the_agent_with_the_failure(self):
+        os.environ["GR_CRASH_RANK"] = "0"
+        self.addCleanup(os.environ.pop, "GR_CRASH_RANK", None)
+        os.environ["GR_CRASH_EVERY_ROUND"] = "1"
+        nodes = self.cluster.start_nodes(
+            2, extra=["--max-restarts", "1", "--", PYTHON, str(HERE / "elastic_worker.py")])
+        codes = self.cluster.wait_nodes(nodes[:1], timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs(nodes)
+        self.assertEqual(codes, [1], logs)
+        self.assertIn("restarts exhausted (1 of 1 used)", logs)
+
+
 if __name__ == "__main__":
     unittest.main()

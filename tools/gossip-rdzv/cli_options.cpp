@@ -241,7 +241,8 @@ struct RawOptions {
   std::vector<std::string> seeds;
   std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
                                          join_timeout = "600s", last_call = "30s", env_file,
-                                         membership_file, format, profile = "lan", timeout = "5s";
+                                         membership_file, format, profile = "lan", timeout = "5s",
+                                         max_restarts = "0";
   bool env_file_given = false, membership_file_given = false;
   bool serve_store = false;
   bool quiet = false;
@@ -318,6 +319,13 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                  "KEY=VALUE) or json (default: env); --env-file is written\n"
                  "in export form with export, else in env form")
       ->type_name("FORMAT");
+  app.add_option("--max-restarts", raw.max_restarts,
+                 "With -- CMD: an elastic job. When a worker fails, every\n"
+                 "node stops its workers and the nodes re-form and restart\n"
+                 "them, at most K times; a node that dies or arrives (below\n"
+                 "the --nnodes MAX) re-forms the group too, without using a\n"
+                 "restart (default 0: the job ends at the first failure)")
+      ->type_name("K");
   app.add_flag("--serve-store", raw.serve_store,
                "Not with -- CMD. After the outputs, keep serving the store\n"
                "until SIGINT/SIGTERM; the variables printed and written\n"
@@ -494,6 +502,8 @@ CliOptions build_join(const RawOptions& raw) {
   options.env_file = raw.env_file;
   options.membership_file = raw.membership_file;
   options.serve_store = raw.serve_store;
+  options.max_restarts = parse_count("--max-restarts", raw.max_restarts, "a whole number >= 0");
+  options.config.elastic = options.max_restarts > 0;
   return options;
 }
 
@@ -629,6 +639,11 @@ ParseResult parse_split(const std::vector<std::string>& ours,
     return error_result(name,
                         "--serve-store is for running without '-- CMD': the workers of "
                         "'-- CMD' already get GOSSIP_RDZV_STORE while join serves the store");
+  }
+  if (!has_separator && command == parser.join && command->count("--max-restarts") > 0) {
+    return error_result(name,
+                        "--max-restarts needs '-- CMD': an elastic job restarts the workers "
+                        "that join starts");
   }
   try {
     CliOptions options = build(parser, *command);

@@ -36,6 +36,9 @@ struct CliOptions {
   /// join --serve-store (never with a worker command): after the outputs, keep serving the
   /// store until SIGINT/SIGTERM; the env output and files then carry GOSSIP_RDZV_STORE.
   bool serve_store = false;
+  /// join --max-restarts (with -- CMD): worker failures the job survives by re-forming;
+  /// above 0, config.elastic is set (docs/cli.md, "Elastic jobs").
+  std::uint32_t max_restarts = 0;
   std::string profile = "lan";  ///< --profile, already applied to config.timing
   Verbosity verbosity;
   /// members: the node to ask, and how long to wait for it (doctor: per probe).

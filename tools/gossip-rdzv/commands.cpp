@@ -8,11 +8,13 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <string_view>
 #include <thread>
 
 #include "doctor.hpp"
+#include "elastic.hpp"
 #include "gossip_rdzv/env.hpp"
 #include "gossip_rdzv/node.hpp"
 #include "launcher.hpp"
@@ -61,14 +63,15 @@ int wait_for_interrupt(std::chrono::milliseconds timeout) {
 
 // Node::wait() blocks; it runs in a thread of its own so that this thread can draw
 // progress and notice Ctrl-C meanwhile.
-Assignment wait_with_progress(Node& node, const CliOptions& options) {
+Assignment wait_with_progress(Node& node, const CliOptions& options,
+                              const std::function<Assignment()>& wait) {
   std::optional<Assignment> assignment;
   std::exception_ptr failure;
   std::atomic<bool> done{false};
   const pthread_t main_thread = pthread_self();
   std::thread waiter([&] {
     try {
-      assignment = node.wait();
+      assignment = wait();
     } catch (...) {
       failure = std::current_exception();
     }
@@ -178,6 +181,7 @@ std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOpti
     EnvVars env = torch_env(assignment, local_rank, ifname);
     // The store (docs/store.md): workers reach it through this agent's gossip socket.
     env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+    env.emplace_back("TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
     specs.push_back(WorkerSpec{options.worker_command, std::move(env)});
   }
   return specs;
@@ -230,7 +234,17 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
     // `eval "$(gossip-rdzv join ... --format export)"` never uses a failed outcome.
     write_files(assignment, options);
     print_assignment(assignment, options);
-    if (!options.worker_command.empty()) {
+    if (!options.worker_command.empty() && options.config.elastic) {
+      ElasticHooks hooks;
+      hooks.workers = [&](const Assignment& a) { return worker_specs(a, options); };
+      hooks.next_round = [&](const Assignment& previous) {
+        return wait_with_progress(node, options, [&] { return node.wait_next(previous); });
+      };
+      hooks.show = [&](const Assignment& a) {
+        if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
+      };
+      status = run_elastic(node, assignment, options, hooks);
+    } else if (!options.worker_command.empty()) {
       status = run_workers(assignment, options);
     } else if (options.serve_store) {
       serve_store_until_interrupted(assignment, options);
@@ -260,7 +274,7 @@ int run_join(const CliOptions& options) {
   check_output_paths(options);
   Node node(options.config);
   node.start();
-  Assignment assignment = wait_with_progress(node, options);
+  Assignment assignment = wait_with_progress(node, options, [&] { return node.wait(); });
   int status = after_commit(node, assignment, options);
   node.stop();
   return status;

@@ -11,8 +11,8 @@
 #include "gossip_rdzv/node.hpp"
 #include "output/membership_json.hpp"
 #include "protocol/endpoint.hpp"
-#include "transport/interface.hpp"
 #include "runtime/seed_resolver.hpp"
+#include "transport/interface.hpp"
 #include "transport/socket_address.hpp"
 #include "transport/tcp_bind.hpp"
 
@@ -332,8 +332,9 @@ DoctorItem check_route(const SeedCheck& seed, const DoctorOptions& options, Doct
                         interface_text(route->ifname) + " from " + route->source;
   const bool listen_fixed = !is_wildcard(options.listen_host);
   report.advertise = listen_fixed ? options.listen_host : route->source;
-  report.gloo_socket_ifname =
-      listen_fixed ? transport::interface_for_address(report.advertise).value_or("") : route->ifname;
+  report.gloo_socket_ifname = listen_fixed
+                                  ? transport::interface_for_address(report.advertise).value_or("")
+                                  : route->ifname;
   // As join does (runtime::choose_advertise_host): a seed *name* that maps to loopback here
   // (Debian's 127.0.1.1 for the host name) must not make this node advertise loopback to the
   // others.

@@ -321,7 +321,11 @@ std::size_t Launcher::running() const {
 
 void Launcher::record_exit(Worker& worker, int wait_status) {
   worker.status = shell_status(wait_status);
-  if (*worker.status != 0 && !first_failure_) first_failure_ = *worker.status;
+  // Workers we stopped early (wait(stop_early)) did not fail: we ended them.
+  if (*worker.status != 0 && !first_failure_ && !stopped_early_) {
+    first_failure_ = *worker.status;
+    first_failed_ = static_cast<std::size_t>(&worker - workers_.data());
+  }
 }
 
 void Launcher::reap() {
@@ -374,6 +378,10 @@ void Launcher::kill_after_grace() {
 }
 
 int Launcher::wait() {
+  return wait([] { return false; });
+}
+
+int Launcher::wait(const std::function<bool()>& stop_early) {
   sigset_t signals = supervised_signals();
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &signals, &previous);
@@ -382,6 +390,10 @@ int Launcher::wait() {
     if (running() == 0) break;
     // A failure stops the job; once every worker exited, what they left running is stopped
     // too, so the job leaves nothing behind.
+    if (!first_failure_ && !kill_deadline_ && stop_early()) {
+      stopped_early_ = true;
+      forward_signal(SIGTERM);
+    }
     if ((first_failure_ || only_leftovers()) && !kill_deadline_) forward_signal(SIGTERM);
     kill_after_grace();
     timespec timeout{0, std::chrono::nanoseconds(kPollInterval).count()};

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -57,6 +58,13 @@ class Launcher {
   /// forwarded (they are blocked in the calling thread while it waits; a multi-threaded
   /// program must block them in every thread, see main.cpp).
   int wait();
+  /// The same, and once `stop_early()` returns true (asked every poll, 100 ms) every worker
+  /// is stopped as after a failure: SIGTERM, then SIGKILL after the grace. Returns 0 when
+  /// stopped that way with no worker failing first (stopped_early() tells).
+  int wait(const std::function<bool()>& stop_early);
+  bool stopped_early() const { return stopped_early_; }
+  /// Launch index (local rank) of the first worker that failed, if one did.
+  std::optional<std::size_t> first_failed() const { return first_failed_; }
 
   /// Sends `signal` to every running worker's process group; later ones get SIGKILL once
   /// the grace has passed (checked by wait()).
@@ -96,6 +104,8 @@ class Launcher {
   std::chrono::milliseconds kill_grace_;
   std::vector<Worker> workers_;
   std::optional<int> first_failure_;
+  std::optional<std::size_t> first_failed_;
+  bool stopped_early_ = false;
   std::optional<Clock::time_point> kill_deadline_;
   bool killed_ = false;
   std::optional<int> received_signal_;

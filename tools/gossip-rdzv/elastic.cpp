@@ -1,0 +1,69 @@
+#include "elastic.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace gossip_rdzv::cli {
+namespace {
+
+void say(const CliOptions& options, const std::string& text) {
+  if (!options.verbosity.quiet) std::fprintf(stderr, "gossip-rdzv: %s\n", text.c_str());
+}
+
+std::string status_text(int status) {
+  if (status > 128) return "signal " + std::string(strsignal(status - 128));
+  return "exit status " + std::to_string(status);
+}
+
+}  // namespace
+
+int run_elastic(Node& node, Assignment first, const CliOptions& options,
+                const ElasticHooks& hooks) {
+  Assignment assignment = std::move(first);
+  std::uint32_t restarts_used = 0;
+  while (true) {
+    Launcher launcher;
+    int status = launcher.launch(hooks.workers(assignment));
+    if (status != 0) {
+      // The command cannot be run here: restarting would fail the same way.
+      std::fprintf(stderr, "gossip-rdzv: error: %s\n", launcher.exec_error().c_str());
+      return status;
+    }
+    status = launcher.wait([&] { return node.round_over(assignment); });
+    if (auto signal = launcher.received_signal()) {
+      std::fprintf(stderr, "gossip-rdzv: forwarded %s to the workers; exit status %d\n",
+                   strsignal(*signal), status);
+      return status;
+    }
+    // Our workers failing after the job moved on (their peers went away) is no failure of
+    // ours: it uses no restart.
+    if (launcher.stopped_early() || (status != 0 && node.round_over(assignment))) {
+      say(options, node.round_change().value_or("the job moved to another round") +
+                       "; stopped this node's workers of round " +
+                       std::to_string(assignment.round) + " (no restart used)");
+    } else if (status == 0) {
+      node.report_workers_finished();
+      say(options, "this node's workers finished; waiting for the other nodes' to finish");
+      node.wait_job_finished(options.config.join_timeout);
+      return 0;
+    } else {
+      const std::string failure =
+          "local rank " + std::to_string(launcher.first_failed().value_or(0)) + " (rank " +
+          std::to_string(assignment.me().rank_offset + launcher.first_failed().value_or(0)) +
+          ") on this node failed with " + status_text(status);
+      if (restarts_used >= options.max_restarts) {
+        std::fprintf(stderr, "gossip-rdzv: %s; restarts exhausted (%u of %u used)\n",
+                     failure.c_str(), restarts_used, options.max_restarts);
+        return status;
+      }
+      ++restarts_used;
+      say(options, failure + "; restart " + std::to_string(restarts_used) + " of " +
+                       std::to_string(options.max_restarts) + ": re-forming the group");
+      node.report_workers_failed();
+    }
+    assignment = hooks.next_round(assignment);
+    hooks.show(assignment);
+  }
+}
+
+}  // namespace gossip_rdzv::cli
