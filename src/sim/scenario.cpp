@@ -126,10 +126,11 @@ void make_elastic(Scenario& s, Prng& prng, std::ostringstream& what) {
   static constexpr double kLoss[] = {0.0, 0.0, 0.01, 0.05, 0.1};
   s.link.loss_probability = kLoss[prng.below(5)];
   // A slot is down in [down_from, down_until); a seed goes down only while fewer than a
-  // majority of the seeds are down with it (so at most `seeds / 2 + 1 - 1` at once).
+  // majority of the seeds are out with it (at most seeds / 2 at once).
   std::vector<Time> down_from(n, Time::max()), down_until(n, Time(0));
   std::size_t gone = 0;  // crashed for good: at least MIN members stay
   const std::size_t seeds_may_be_down = seeds / 2;
+  const Time rejoin = 2 * susp + ms(3000);
   std::size_t crashes = 0, restarts = 0, worker_failures = 0, cuts = 0;
   for (const Time at : fault_at) {
     const auto pick = prng.below(4);
@@ -157,11 +158,23 @@ void make_elastic(Scenario& s, Prng& prng, std::ostringstream& what) {
     // unless it is not a seed and enough members stay without it.
     const auto slot = static_cast<std::size_t>(prng.below(n));
     if (s.nodes[slot].start >= at || (down_until[slot] > at && down_from[slot] <= at)) continue;
+    // A restarted or newly started process knows nothing of the rounds until it heard a
+    // peer: it counts as out for `rejoin` (longer than any partition) after it starts. A
+    // crash needs another member that is in, so that the job's rounds are never forgotten
+    // by every process at once (docs/simulation.md, "The elastic scenario").
+    auto out = [&](std::size_t k) {
+      return s.nodes[k].start + rejoin > at ||
+             (down_from[k] <= at && down_until[k] != Time::max() && down_until[k] + rejoin > at) ||
+             (down_from[k] <= at && down_until[k] == Time::max());
+    };
+    bool someone_in = false;
+    for (std::size_t k = 0; k < n; ++k) someone_in = someone_in || (k != slot && !out(k));
+    if (!someone_in) continue;
     if (slot < seeds) {
-      std::size_t seeds_down = 0;
+      std::size_t seeds_out = 0;
       for (std::size_t k = 0; k < seeds; ++k)
-        if (down_from[k] <= at && down_until[k] > at) ++seeds_down;
-      if (seeds_down + 1 > seeds_may_be_down) continue;
+        if (out(k)) ++seeds_out;
+      if (seeds_out + 1 > seeds_may_be_down) continue;
     }
     CrashSpec c;
     c.slot = slot;
