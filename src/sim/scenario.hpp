@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,10 @@ bool is_scenario_name(const std::string& name);
 /// Throws std::invalid_argument for an unknown name.
 Scenario make_scenario(const std::string& name, std::uint32_t nodes, std::uint64_t seed,
                        const ScenarioOptions& options = {});
+
+/// Fills `s` (made by make_scenario's common part) as the `elastic` scenario from `prng`,
+/// and says what it drew in `what` (scenario_elastic.cpp).
+void make_elastic(Scenario& s, Prng& prng, std::ostringstream& what);
 
 /// How long after the network settles (last start, heal, crash or restart) every live node
 /// must have an outcome: last_call + 2 * Timing::suspicion_timeout(every node of the run)
