@@ -194,6 +194,8 @@ void Checker::on_event(const MemberKey& key, const protocol::Event& event, Time 
     on_committed(life, committed->assignment, now);
   } else if (const auto* not_admitted = std::get_if<protocol::NotAdmitted>(&event)) {
     on_not_admitted(life, not_admitted->round, now);
+  } else if (const auto* started = std::get_if<protocol::RoundStarted>(&event)) {
+    on_round_started(life, *started, now);
   } else if (const auto* fatal = std::get_if<protocol::Fatal>(&event)) {
     // No scenario creates a reason for Fatal (hints are distinct and in range).
     if (life.outcome == LifeRecord::Outcome::none) {
@@ -231,8 +233,10 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
   if (!first_commit_) first_commit_ = now;
   if (life.seed_only)
     fail(FailureKind::safety, now, "dedicated seed " + who + " committed " + describe(assignment));
-  if (life.outcome == LifeRecord::Outcome::not_admitted)
-    fail(FailureKind::safety, now, who + " committed after it was told NotAdmitted");
+  if (life.not_admitted_round == assignment.round)
+    fail(FailureKind::safety, now,
+         who + " committed round " + std::to_string(assignment.round) +
+             " after it was told NotAdmitted in that round");
   const bool names_itself = assignment.my_node_rank < assignment.nodes.size() &&
                             assignment.nodes[assignment.my_node_rank].endpoint == key.endpoint &&
                             assignment.nodes[assignment.my_node_rank].generation == key.generation;
@@ -261,14 +265,25 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
     clean = names_itself && failures_.size() == failures_before;
   }
 
-  if (life.outcome == LifeRecord::Outcome::committed) {
-    const std::string d = assignment_difference(views_[*life.view_index].assignment, assignment);
+  // One commit per round and life; rounds only go up, and a life commits the round it is in.
+  for (const std::size_t earlier : life.committed_views) {
+    if (views_[earlier].assignment.round != assignment.round) continue;
+    const std::string d = assignment_difference(views_[earlier].assignment, assignment);
     if (!d.empty())
       fail(FailureKind::safety, now, who + " committed twice, differently (" + d + ")");
     else
-      fail(FailureKind::invariant, now, who + " emitted Committed twice");
+      fail(FailureKind::invariant, now,
+           who + " emitted Committed twice in round " + std::to_string(assignment.round));
     return;
   }
+  if (life.view_index && views_[*life.view_index].assignment.round > assignment.round)
+    fail(FailureKind::invariant, now,
+         who + " committed round " + std::to_string(assignment.round) + " after round " +
+             std::to_string(views_[*life.view_index].assignment.round));
+  if (assignment.round != life.round)
+    fail(FailureKind::invariant, now,
+         who + " committed round " + std::to_string(assignment.round) + " while in round " +
+             std::to_string(life.round));
 
   if (!match) {
     Assignment shared = assignment;
@@ -284,6 +299,7 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
                key_text(other.committers.front()) + " committed " + describe(other.assignment) +
                " (first difference: " + assignment_difference(other.assignment, shared) + ")");
     }
+    const std::uint32_t shared_round = shared.round;
     CommittedView view;
     view.first_at = view.last_at = now;
     for (const auto& n : shared.nodes) view.members.push_back(MemberKey{n.endpoint, n.generation});
@@ -291,8 +307,9 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
     view.assignment = std::move(shared);
     views_.push_back(std::move(view));
     match = views_.size() - 1;
+    check_stable_order(*match, now);
     for (const auto& [other_key, other] : lives_)
-      if (other.outcome == LifeRecord::Outcome::not_admitted && in_view(views_[*match], other_key))
+      if (other.not_admitted_round == shared_round && in_view(views_[*match], other_key))
         fail(
             FailureKind::safety, now,
             key_text(other_key) + " was told NotAdmitted but is in the view " + who + " committed");
@@ -304,18 +321,66 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
   }
   view.committers.push_back(key);
   view.last_at = now;
-  life.outcome = LifeRecord::Outcome::committed;
-  life.outcome_at = now;
+  if (life.outcome != LifeRecord::Outcome::committed) {
+    life.outcome = LifeRecord::Outcome::committed;
+    life.outcome_at = now;
+  }
   life.view_index = match;
+  life.committed_views.push_back(*match);
   last_outcome_ = now;
+}
+
+void Checker::on_round_started(LifeRecord& life, const protocol::RoundStarted& started, Time now) {
+  const std::string who = key_text(MemberKey{life.ann.endpoint, life.ann.generation});
+  if (started.round <= life.round)
+    fail(FailureKind::invariant, now,
+         who + " started round " + std::to_string(started.round) + " while in round " +
+             std::to_string(life.round));
+  life.round = std::max(life.round, started.round);
+}
+
+// The rule (docs/protocol.md, "Rank assignment") places the nodes without a hint in the
+// natural order of (hostname, host, endpoint), which a node keeps across its restarts: any
+// two of them present in two views of different rounds are in the same order in both.
+// Nodes with a hint take their rank wherever the others fall, so they are left out.
+void Checker::check_stable_order(std::size_t view_index, Time now) {
+  const CommittedView& view = views_[view_index];
+  auto unhinted = [this](const NodeEntry& n) {
+    const auto it = lives_.find(MemberKey{n.endpoint, n.generation});
+    return it != lives_.end() && it->second.ann.rank_hint < 0;
+  };
+  for (std::size_t j = 0; j < views_.size(); ++j) {
+    const CommittedView& other = views_[j];
+    if (j == view_index || other.assignment.round == view.assignment.round) continue;
+    std::map<std::string, std::uint32_t> rank_there;
+    for (const auto& n : other.assignment.nodes)
+      if (unhinted(n)) rank_there.emplace(n.endpoint, n.node_rank);
+    const NodeEntry* previous = nullptr;
+    std::uint32_t previous_rank = 0;
+    for (const auto& n : view.assignment.nodes) {
+      if (!unhinted(n)) continue;
+      const auto it = rank_there.find(n.endpoint);
+      if (it == rank_there.end()) continue;
+      if (previous != nullptr && it->second < previous_rank)
+        fail(FailureKind::safety, now,
+             "RANK ORDER: " + previous->endpoint + " comes before " + n.endpoint + " in " +
+                 describe(view.assignment) + " but after it in " + describe(other.assignment));
+      previous = &n;
+      previous_rank = it->second;
+    }
+  }
 }
 
 void Checker::on_not_admitted(LifeRecord& life, std::uint32_t round, Time now) {
   const MemberKey key{life.ann.endpoint, life.ann.generation};
-  if (life.outcome == LifeRecord::Outcome::committed) {
-    fail(FailureKind::safety, now, key_text(key) + " told NotAdmitted after it committed");
-    return;
-  }
+  for (const std::size_t committed : life.committed_views)
+    if (views_[committed].assignment.round == round) {
+      fail(FailureKind::safety, now,
+           key_text(key) + " told NotAdmitted in round " + std::to_string(round) +
+               " after it committed that round");
+      return;
+    }
+  life.not_admitted_round = round;
   for (const auto& view : views_)
     if (view.assignment.round == round && in_view(view, key))
       fail(FailureKind::safety, now,

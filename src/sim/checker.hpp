@@ -9,7 +9,13 @@
 //    announced) appear; never a dedicated seed; a NotAdmitted node is in no committed view;
 //    a member of a committed view that is still running commits that view;
 //  - termination: when the network has settled and at least MIN members are running, every
-//    running member has an outcome (Committed, or NotAdmitted) within the stated bound.
+//    running member has an outcome (Committed, or NotAdmitted) within the stated bound;
+//  - rounds (elastic runs): a process commits at most once per round, its rounds strictly
+//    increase (RoundStarted goes to a higher round than the one it is in, Committed is for
+//    the round it is in), and a NotAdmitted bars a commit of that round only;
+//  - rank stability: across the committed views of all rounds, two nodes without a rank
+//    hint that are both in two views are in the same relative order in both (the natural
+//    order of (hostname, host, endpoint): docs/protocol.md, "Rank assignment").
 //
 // A safety failure (agreement, ranks, validity) is a protocol bug in every scenario; a
 // liveness failure (termination) is reported separately. Agreement compares the whole
@@ -70,8 +76,12 @@ struct LifeRecord {
   Time started{0};
   Time stopped{Time::max()};  ///< crash or exit time
   enum class Outcome { none, committed, not_admitted, fatal } outcome = Outcome::none;
-  Time outcome_at{0};
-  std::optional<std::size_t> view_index;  ///< into Checker::views() when committed
+  Time outcome_at{0};                     ///< the first outcome
+  std::optional<std::size_t> view_index;  ///< into Checker::views(): the last round committed
+  std::uint32_t round = 0;                ///< the round its core is in (RoundStarted moves it)
+  /// The views it committed, one per round, rounds strictly increasing.
+  std::vector<std::size_t> committed_views;
+  std::optional<std::uint32_t> not_admitted_round;
 };
 
 /// A distinct committed assignment of some round and who committed it.
@@ -152,6 +162,9 @@ class Checker {
  private:
   void on_committed(LifeRecord& life, const Assignment& assignment, Time now);
   void on_not_admitted(LifeRecord& life, std::uint32_t round, Time now);
+  void on_round_started(LifeRecord& life, const protocol::RoundStarted& started, Time now);
+  /// Rank stability of a new view against every view of another round.
+  void check_stable_order(std::size_t view_index, Time now);
   /// When the last process that committed crashed or exited (Time::max() while one runs);
   /// none before any commit.
   std::optional<Time> last_committer_stop() const;

@@ -52,6 +52,7 @@ void Simulator::Impl::start_process(std::uint32_t index) {
       nonzero(mix64(scenario.seed ^ mix64(index * 0x100000001b3ULL + slot.generation)));
   config.seed_only = slot.spec.seed_only;
   config.round = 0;
+  config.elastic = scenario.elastic;
   config.pool = pool;
   checker.on_start(ann, index, slot.spec.seed_only, now);
   slot.core = std::make_unique<Core>(std::move(config));
@@ -181,4 +182,97 @@ void Simulator::Impl::count_wrong_suspicion(const protocol::Event& event) {
   ++stats.buried_running;
   if (!stats.first_buried_running) stats.first_buried_running = now;
 }
+
+// ---- elastic rounds ----------------------------------------------------------------------------
+
+void Simulator::Impl::fire_workers_failed(std::size_t index) {
+  std::vector<std::uint32_t> committed;
+  for (std::uint32_t i = 0; i < slots.size(); ++i)
+    if (slots[i].core && !slots[i].spec.seed_only && slots[i].core->commit_reported())
+      committed.push_back(i);
+  if (committed.empty()) {
+    trace(1, "workers fail: no member has committed, nothing to fail");
+    return;
+  }
+  const std::uint32_t slot = committed[scenario.worker_failures[index].pick % committed.size()];
+  trace(1, "workers of slot " + std::to_string(slot) + " fail in round " +
+               std::to_string(slots[slot].core->round()));
+  settled = std::max(settled, now);
+  if (!slots[slot].core->request_next_round(now))
+    checker.fail(FailureKind::invariant, now,
+                 "slot " + std::to_string(slot) +
+                     " refused request_next_round after it reported its commit");
+  after_step(slot);
+}
+
+std::string Simulator::Impl::elastic_unconverged() const {
+  std::vector<MemberKey> running;
+  std::optional<std::size_t> view;
+  std::uint32_t first = 0;
+  for (std::uint32_t i = 0; i < slots.size(); ++i) {
+    const SlotState& slot = slots[i];
+    if (!slot.core || slot.spec.seed_only) continue;
+    running.push_back(slot.key);
+    const auto it = checker.lives().find(slot.key);
+    if (it == checker.lives().end() || !it->second.view_index)
+      return "slot " + std::to_string(i) + " has committed no round";
+    const std::size_t mine = *it->second.view_index;
+    if (checker.views()[mine].assignment.round != slot.core->round())
+      return "slot " + std::to_string(i) + " is in round " + std::to_string(slot.core->round()) +
+             " and has not committed it";
+    if (view && *view != mine)
+      return "slot " + std::to_string(i) + " committed round " +
+             std::to_string(checker.views()[mine].assignment.round) + ", slot " +
+             std::to_string(first) + " round " +
+             std::to_string(checker.views()[*view].assignment.round);
+    if (!view) first = i;
+    view = mine;
+  }
+  if (running.size() < scenario.min_nodes) return {};  // nothing can commit: nothing owed
+  std::sort(running.begin(), running.end());
+  if (checker.views()[*view].members != running)
+    return "the round every live member committed, " + describe(checker.views()[*view].assignment) +
+           ", is not the set of live members";
+  return {};
+}
+
+void Simulator::Impl::elastic_progress() {
+  if (leave_started) {
+    for (const SlotState& slot : slots)
+      if (slot.core && !slot.spec.seed_only && !slot.core->job_finished()) return;
+    elastic_done = true;
+    return;
+  }
+  if (now < settled || queued_faults > 0 || !elastic_unconverged().empty()) {
+    converged_since.reset();
+    return;
+  }
+  if (!converged_since) converged_since = now;
+  // Held for a few gossip periods: a round that keeps moving on without a cause shows.
+  const Time hold = 10 * std::chrono::duration_cast<Time>(scenario.timing.gossip_interval);
+  if (now - *converged_since < hold) return;
+  if (!scenario.leave_at_end) {
+    elastic_done = true;
+    return;
+  }
+  leave_started = now;
+  settled = now;
+  trace(1, "every live member's workers finished: each leaves the job");
+  for (std::uint32_t i = 0; i < slots.size(); ++i)
+    if (slots[i].core && !slots[i].spec.seed_only) {
+      slots[i].core->leave(now);
+      after_step(i);
+    }
+}
+
+void Simulator::Impl::elastic_verdict() {
+  if (elastic_done) return;
+  const std::string why = elastic_unconverged();
+  std::string what = leave_started ? "job end: not every member that left saw the job finished"
+                                   : "no round made of every live member committed on all of them";
+  what += " by the deadline " + seconds_text(deadline());
+  if (!why.empty()) what += " (" + why + ")";
+  checker.fail(FailureKind::liveness, deadline(), what);
+}
+
 }  // namespace gossip_rdzv::sim

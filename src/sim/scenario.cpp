@@ -407,6 +407,8 @@ Scenario make_concrete(const std::string& kind, std::uint32_t n, std::uint64_t s
       if (prng.chance(0.4)) s.nodes[i].rank_hint = ranks[i];
     }
     what << n << " nodes, mixed nproc, rank hints on a subset";
+  } else if (kind == "elastic") {
+    make_elastic(s, prng, what);
   } else {
     throw std::invalid_argument("unknown scenario '" + kind + "'");
   }
@@ -453,6 +455,7 @@ const std::vector<std::string>& scenario_names() {
                                                  "slow-host",
                                                  "partition-at-phase",
                                                  "kill-first-committer",
+                                                 "elastic",
                                                  "mix"};
   return names;
 }

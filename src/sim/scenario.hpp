@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ struct PhasePartition {
   Time length{0};
 };
 
+/// Elastic runs: at `at`, the workers of one member that reported its round's commit fail
+/// (Core::request_next_round); the member is the `pick % count`-th of those, in slot order.
+struct WorkerFailure {
+  Time at{0};
+  std::uint64_t pick = 0;
+};
+
 struct Scenario {
   std::string name;             ///< the name given on the command line ("mix" stays "mix")
   std::string kind;             ///< the concrete scenario run (differs from `name` for mix)
@@ -80,6 +88,12 @@ struct Scenario {
   std::vector<PhasePartition> phase_partitions;
   std::vector<CrashSpec> crashes;
   std::string description;  ///< the faults in words, printed with a failure
+  /// Elastic rounds (CoreConfig::elastic): members keep running after a commit, and the
+  /// run ends once every live member committed one round made of exactly the live members
+  /// (and, with leave_at_end, once every member then left and saw the job finished).
+  bool elastic = false;
+  std::vector<WorkerFailure> worker_failures;
+  bool leave_at_end = false;
 
   /// `gossip-rdzv-sim --scenario NAME --nodes N --seed S [--loss P] [--timing local]`
   std::string replay_command() const;
@@ -102,6 +116,10 @@ bool is_scenario_name(const std::string& name);
 /// Throws std::invalid_argument for an unknown name.
 Scenario make_scenario(const std::string& name, std::uint32_t nodes, std::uint64_t seed,
                        const ScenarioOptions& options = {});
+
+/// Fills `s` (made by make_scenario's common part) as the `elastic` scenario from `prng`,
+/// and says what it drew in `what` (scenario_elastic.cpp).
+void make_elastic(Scenario& s, Prng& prng, std::ostringstream& what);
 
 /// How long after the network settles (last start, heal, crash or restart) every live node
 /// must have an outcome: last_call + 2 * Timing::suspicion_timeout(every node of the run)

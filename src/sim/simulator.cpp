@@ -35,6 +35,22 @@ extern "C" void on_abort_signal(int signal_number) {
   std::raise(signal_number);
 }
 
+const char* reason_name(protocol::RoundReason reason) {
+  switch (reason) {
+    case protocol::RoundReason::workers_failed:
+      return "workers failed";
+    case protocol::RoundReason::member_dead:
+      return "member dead";
+    case protocol::RoundReason::member_restarted:
+      return "member restarted";
+    case protocol::RoundReason::member_arrived:
+      return "member arrived";
+    case protocol::RoundReason::peer_moved_on:
+      return "peer moved on";
+  }
+  return "?";
+}
+
 const char* event_name(const protocol::Event& event) {
   static constexpr const char* names[] = {"JoinedCluster",   "MemberUp",    "MemberSuspected",
                                           "MemberDead",      "Committed",   "NotAdmitted",
@@ -122,6 +138,10 @@ void Simulator::Impl::setup() {
   }
   for (std::size_t i = 0; i < scenario.phase_partitions.size(); ++i)
     if (scenario.phase_partitions[i].trigger == Trigger::at_time) fire_cut(i);
+  for (std::size_t i = 0; i < scenario.worker_failures.size(); ++i) {
+    ++queued_faults;
+    push({scenario.worker_failures[i].at, 0, EventKind::workers_fail, 0, i, nullptr});
+  }
   stats.traffic.assign(slots.size(), {});
   trace(1, "scenario " + scenario.kind + ": " + scenario.description);
 }
@@ -138,7 +158,8 @@ void Simulator::Impl::after_step(std::uint32_t index) {
     slot.steps_since_check = 0;
     slot.core->check_invariants();
   }
-  if (slot.has_outcome && (slot.core->done() || !slot.core->commit_reported())) {
+  if (!scenario.elastic && slot.has_outcome &&
+      (slot.core->done() || !slot.core->commit_reported())) {
     // A committed node exits once everyone knows the outcome (or its grace ran out), a
     // node not admitted exits at once: what `gossip-rdzv join` does.
     stop_process(index, false);
@@ -173,6 +194,9 @@ void Simulator::Impl::handle_event(std::uint32_t index, const protocol::Event& e
       text += " " + d->endpoint;
     else if (const auto* u = std::get_if<protocol::MemberUp>(&event))
       text += " " + u->member.endpoint + "/g" + std::to_string(u->member.generation);
+    else if (const auto* r = std::get_if<protocol::RoundStarted>(&event))
+      text += " round " + std::to_string(r->round) + " (" + reason_name(r->reason) + " " +
+              r->peer + ")";
     else if (const auto* n = std::get_if<protocol::NotAdmitted>(&event))
       text += " view_size=" + std::to_string(n->view_size);
     if (std::holds_alternative<protocol::MemberUp>(event) ||
@@ -182,6 +206,9 @@ void Simulator::Impl::handle_event(std::uint32_t index, const protocol::Event& e
       trace(1, text);
   }
   count_wrong_suspicion(event);
+  if (std::holds_alternative<protocol::RoundStarted>(event) && slot.core && slot.core->left())
+    checker.fail(FailureKind::invariant, now,
+                 "slot " + std::to_string(index) + " started a round after it left the job");
   if (std::holds_alternative<protocol::JoinedCluster>(event) && !slot.spec.seed_only) {
     ++members_joined;
     maybe_fire_all_joined();
@@ -242,6 +269,10 @@ void Simulator::Impl::handle(const QueuedEvent& event) {
       }
       break;
     }
+    case EventKind::workers_fail:
+      --queued_faults;
+      fire_workers_failed(event.life);
+      break;
     case EventKind::restart:
       --queued_faults;
       if (!slot.core) {
@@ -270,6 +301,10 @@ RunResult Simulator::Impl::run() {
     QueuedEvent event = pop();
     now = event.at;
     handle(event);
+    if (scenario.elastic) {
+      elastic_progress();
+      if (elastic_done) break;
+    }
     if (finished()) break;
     // The clock is read once per 4096 events, and only with --progress.
     if (++handled % 4096 == 0 && options.progress_every.count() > 0) {
@@ -289,6 +324,7 @@ RunResult Simulator::Impl::run() {
   const auto beyond = checker.beyond_reach(reachability());
   const bool enough_alive = checker.running_members() - beyond.size() >= scenario.min_nodes;
   checker.finish(now, deadline(), enough_alive, !aborted, beyond);
+  if (scenario.elastic && !aborted) elastic_verdict();
   if (!aborted) classify_lost_decision();
   if (!checker.passed()) describe_stuck_nodes();
   return result();

@@ -41,7 +41,7 @@ struct Packet {
   std::optional<protocol::Envelope> envelope;  ///< other modes
 };
 
-enum class EventKind : std::uint8_t { start, wakeup, deliver, crash, restart };
+enum class EventKind : std::uint8_t { start, wakeup, deliver, crash, restart, workers_fail };
 
 struct QueuedEvent {
   Time at{0};
@@ -120,6 +120,12 @@ struct Simulator::Impl {
   bool aborted = false;
   std::uint64_t codec_refusals = 0;
   std::vector<std::string> stuck_notes;
+  /// Elastic runs: since when every live member has committed one round of exactly the
+  /// live members (reset when that stops being so), when the members were told to leave,
+  /// and whether the run reached its end state.
+  std::optional<Time> converged_since;
+  std::optional<Time> leave_started;
+  bool elastic_done = false;
 
   Impl(Scenario s, SimOptions o);
 
@@ -152,6 +158,18 @@ struct Simulator::Impl {
   void watch_phases(const SlotState& slot);
   void maybe_fire_all_joined();
   void count_wrong_suspicion(const protocol::Event& event);
+
+  // ---- elastic rounds (processes.cpp) ------------------------------------------------------
+
+  void fire_workers_failed(std::size_t index);
+  /// Whether every running member committed the round it is in, the same view, made of
+  /// exactly the running members; empty when it is so, else why not.
+  std::string elastic_unconverged() const;
+  /// After each event of an elastic run: tracks convergence, starts the leaving, and sets
+  /// elastic_done at the end state.
+  void elastic_progress();
+  /// The end-of-run verdict of an elastic run that did not reach its end state.
+  void elastic_verdict();
 
   // ---- packets (delivery.cpp) --------------------------------------------------------------
 

@@ -353,5 +353,121 @@ TEST(CheckerHints, IgnoredHintIsASafetyFailure) {
   EXPECT_TRUE(checker.has_safety_failure());
 }
 
+// ---- elastic rounds ----------------------------------------------------------------------------
+
+Assignment in_round(const std::vector<Announcement>& members, const Announcement& self,
+                    std::uint32_t round) {
+  return std::get<Assignment>(protocol::assign_ranks(members, self.endpoint, "sim", round));
+}
+
+bool any_failure_says(const Checker& checker, const std::string& text) {
+  return std::any_of(checker.failures().begin(), checker.failures().end(),
+                     [&](const Failure& f) { return f.what.find(text) != std::string::npos; });
+}
+
+struct ElasticCheckerTest : ::testing::Test {
+  Checker checker{CheckerConfig{"sim", 2, 4}};
+  std::vector<Announcement> nodes = {ann(0), ann(1), ann(2), ann(3)};
+
+  void SetUp() override {
+    for (std::size_t i = 0; i < nodes.size(); ++i) checker.on_start(nodes[i], i, false, Time(0));
+  }
+  void start_round(int who, std::uint32_t round, Time at) {
+    checker.on_event(key(nodes[who]),
+                     protocol::RoundStarted{round, protocol::RoundReason::member_dead, {}}, at);
+  }
+  void commit(int who, const std::vector<Announcement>& view, std::uint32_t round, Time at) {
+    checker.on_event(key(nodes[who]), protocol::Committed{in_round(view, nodes[who], round)}, at);
+  }
+};
+
+// One life commits round 0, moves on and commits round 1 with a smaller view: two outcomes
+// of one life, each compared in full against the other committers of its round.
+TEST_F(ElasticCheckerTest, OneCommitPerRoundPasses) {
+  const std::vector<Announcement> r0 = {nodes[0], nodes[1], nodes[2]};
+  const std::vector<Announcement> r1 = {nodes[0], nodes[2]};
+  for (int i = 0; i < 3; ++i) commit(i, r0, 0, Time(10));
+  for (int i : {0, 2}) start_round(i, 1, Time(20));
+  for (int i : {0, 2}) commit(i, r1, 1, Time(30));
+  checker.on_crash(key(nodes[1]), Time(15));
+  checker.on_crash(key(nodes[3]), Time(15));
+  checker.finish(Time(40), Time(100), true);
+  EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
+  EXPECT_EQ(checker.views().size(), 2u);
+  EXPECT_EQ(checker.lives().at(key(nodes[0])).committed_views.size(), 2u);
+}
+
+TEST_F(ElasticCheckerTest, TwoCommitsOfOneRoundByOneLifeFail) {
+  const std::vector<Announcement> r0 = {nodes[0], nodes[1]};
+  commit(0, r0, 0, Time(10));
+  commit(0, r0, 0, Time(11));
+  EXPECT_TRUE(any_failure_says(checker, "emitted Committed twice in round 0"));
+}
+
+TEST_F(ElasticCheckerTest, TwoViewsOfOneLaterRoundAreAnAgreementFailure) {
+  const std::vector<Announcement> r0 = {nodes[0], nodes[1], nodes[2]};
+  for (int i = 0; i < 3; ++i) commit(i, r0, 0, Time(10));
+  for (int i = 0; i < 3; ++i) start_round(i, 1, Time(20));
+  commit(0, {nodes[0], nodes[1]}, 1, Time(30));
+  commit(2, {nodes[1], nodes[2]}, 1, Time(30));
+  EXPECT_TRUE(checker.has_safety_failure());
+  EXPECT_TRUE(any_failure_says(checker, "AGREEMENT"));
+}
+
+TEST_F(ElasticCheckerTest, RoundsOfOneLifeOnlyGoUp) {
+  start_round(0, 2, Time(5));
+  start_round(0, 1, Time(6));
+  EXPECT_TRUE(any_failure_says(checker, "started round 1 while in round 2"));
+  commit(1, {nodes[0], nodes[1]}, 1, Time(7));
+  EXPECT_TRUE(any_failure_says(checker, "committed round 1 while in round 0"));
+}
+
+// A NotAdmitted bars its own round only: the node may be taken into the next one.
+TEST_F(ElasticCheckerTest, NotAdmittedBarsItsRoundOnly) {
+  const std::vector<Announcement> r0 = {nodes[0], nodes[1]};
+  for (int i = 0; i < 2; ++i) commit(i, r0, 0, Time(10));
+  checker.on_event(key(nodes[2]), protocol::NotAdmitted{0, 2}, Time(11));
+  const std::vector<Announcement> r1 = {nodes[0], nodes[1], nodes[2]};
+  for (int i = 0; i < 3; ++i) start_round(i, 1, Time(20));
+  for (int i = 0; i < 3; ++i) commit(i, r1, 1, Time(30));
+  EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
+  checker.on_event(key(nodes[3]), protocol::NotAdmitted{1, 3}, Time(31));
+  start_round(3, 1, Time(31));  // (not a failure by itself: the round it was refused)
+  commit(3, {nodes[0], nodes[3]}, 1, Time(32));
+  EXPECT_TRUE(any_failure_says(checker, "after it was told NotAdmitted in that round"));
+}
+
+// Node ranks of one view in another order than assign_ranks gives: the assignment check
+// catches it, and the order check names the pair whose relative order changed across rounds.
+TEST_F(ElasticCheckerTest, SurvivorsSwappedAcrossRoundsFail) {
+  const std::vector<Announcement> r0 = {nodes[0], nodes[1], nodes[2]};
+  for (int i = 0; i < 3; ++i) commit(i, r0, 0, Time(10));
+  start_round(0, 1, Time(20));
+  Assignment swapped = in_round({nodes[0], nodes[2]}, nodes[0], 1);
+  std::swap(swapped.nodes[0], swapped.nodes[1]);
+  swapped.nodes[0].node_rank = 0;
+  swapped.nodes[1].node_rank = 1;
+  swapped.nodes[1].rank_offset = swapped.nodes[0].nproc;
+  swapped.nodes[0].rank_offset = 0;
+  swapped.master_addr = swapped.nodes[0].host;
+  swapped.my_node_rank = 1;
+  checker.on_event(key(nodes[0]), protocol::Committed{swapped}, Time(30));
+  EXPECT_TRUE(any_failure_says(checker, "RANK ORDER: 10.0.0.3:29400 comes before 10.0.0.1:29400"))
+      << (checker.failures().empty() ? "" : checker.failures().back().what);
+}
+
+// A node with a hint takes its rank wherever the others fall: no order is asked of it.
+TEST(ElasticChecker, HintedNodesAreLeftOutOfTheOrderCheck) {
+  Checker checker{CheckerConfig{"sim", 2, 3}};
+  const std::vector<Announcement> nodes = {ann(0), ann(1), ann(2, 0)};
+  for (std::size_t i = 0; i < nodes.size(); ++i) checker.on_start(nodes[i], i, false, Time(0));
+  checker.on_event(key(nodes[0]), protocol::Committed{in_round(nodes, nodes[0], 0)}, Time(1));
+  checker.on_event(key(nodes[0]),
+                   protocol::RoundStarted{1, protocol::RoundReason::workers_failed, {}}, Time(2));
+  checker.on_event(key(nodes[0]), protocol::Committed{in_round({nodes[0], nodes[2]}, nodes[0], 1)},
+                   Time(3));
+  EXPECT_TRUE(checker.passed()) << checker.failures().front().what;
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::sim

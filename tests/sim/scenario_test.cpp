@@ -27,6 +27,13 @@ void expect_same(const Scenario& a, const Scenario& b) {
     EXPECT_EQ(a.phase_partitions[i].length, b.phase_partitions[i].length);
   }
   EXPECT_EQ(a.link.loss_probability, b.link.loss_probability);
+  EXPECT_EQ(a.elastic, b.elastic);
+  EXPECT_EQ(a.leave_at_end, b.leave_at_end);
+  ASSERT_EQ(a.worker_failures.size(), b.worker_failures.size());
+  for (std::size_t i = 0; i < a.worker_failures.size(); ++i) {
+    EXPECT_EQ(a.worker_failures[i].at, b.worker_failures[i].at);
+    EXPECT_EQ(a.worker_failures[i].pick, b.worker_failures[i].pick);
+  }
 }
 
 TEST(Scenario, EveryNameBuildsDeterministically) {
@@ -155,6 +162,37 @@ TEST(Scenario, EndpointsAreUniqueAndLookLikeHosts) {
 
 TEST(Scenario, UnknownNameThrows) {
   EXPECT_THROW(make_scenario("nope", 3, 1), std::invalid_argument);
+}
+
+// The elastic scenario's crashes: never a majority of the seed list down at once (with one
+// seed, the seed never crashes), at least MIN members left for good, MAX = --nodes.
+TEST(Scenario, ElasticCrashesKeepASeedMajorityAndMinMembers) {
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Scenario s = make_scenario("elastic", 2 + static_cast<std::uint32_t>(seed % 11), seed);
+    ASSERT_TRUE(s.elastic);
+    EXPECT_EQ(s.max_nodes, s.nodes.size());
+    EXPECT_LE(s.min_nodes, s.max_nodes);
+    const std::size_t seeds = s.nodes[0].seeds.size();
+    ASSERT_GE(seeds, 1u);
+    ASSERT_LE(seeds, 3u);
+    std::size_t gone = 0;
+    for (const auto& c : s.crashes) {
+      if (!c.restart_after) {
+        ++gone;
+        EXPECT_GE(c.slot, seeds) << "a seed crashed for good";
+      }
+      if (c.slot >= seeds) continue;
+      std::size_t seeds_down = 0;
+      for (const auto& other : s.crashes) {
+        if (other.slot >= seeds) continue;
+        const Time until = other.restart_after ? other.delay + *other.restart_after : Time::max();
+        if (other.delay <= c.delay && until > c.delay) ++seeds_down;
+      }
+      EXPECT_LE(seeds_down, seeds / 2) << "seeds down at once at " << c.delay.count();
+    }
+    EXPECT_LE(gone + s.min_nodes, s.nodes.size());
+  }
 }
 
 }  // namespace

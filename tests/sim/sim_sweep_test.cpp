@@ -163,5 +163,28 @@ TEST(SimSweep, ManyMemberSeeds) {
               static_cast<unsigned long long>(runs), failed.size());
 }
 
+// Elastic jobs over many rounds (docs/simulation.md, "The elastic scenario"): --nnodes
+// MIN:MAX, 1-3 member seeds, late arrivals, worker failures, crashes and restarts, partitions
+// and loss drawn from the seed; after the last fault every live member must commit one round
+// made of exactly the live members (and, when the scenario says so, all leave and see the job
+// finished). Every round is checked as round 0 is: one outcome, compared in full. Every run
+// must pass.
+TEST(SimSweep, ElasticRounds) {
+  std::vector<std::string> failed;
+  const std::uint64_t runs = capped(1000);
+  for (std::uint64_t seed = 1; seed <= runs; ++seed) {
+    static constexpr std::uint32_t kNodes[] = {2, 3, 4, 5, 6, 8, 10, 12};
+    const auto run = testing::run_isolated("elastic", kNodes[seed % 8], seed);
+    if (!run.passed()) {
+      failed.push_back(run.replay);
+      ADD_FAILURE() << run.report;
+    }
+  }
+  std::string text;
+  for (const auto& r : failed) text += "  " + r + "\n";
+  std::printf("elastic sweep of %llu runs: %zu failed\n%s", static_cast<unsigned long long>(runs),
+              failed.size(), text.c_str());
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::sim

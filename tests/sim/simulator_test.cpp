@@ -455,5 +455,16 @@ TEST(Regression, LossAloneBuriesLiveMembersWhileASlowHostIsAwaited) {
   EXPECT_LT(r.stats.suspected_running, 5'000'000u);
 }
 
+// An elastic job goes through many rounds (a worker failure, a crash and restart, two
+// arrivals: rounds 0-5 at --nodes 6 --seed 27) and every member leaves at the end: the run
+// passes only if each round had one outcome and the last one holds every live member.
+TEST(Elastic, ManyRoundsEachWithOneOutcomeAndTheJobEnds) {
+  const RunResult r = run_scenario("elastic", 6, 27);
+  EXPECT_TRUE(r.passed) << r.report();
+  EXPECT_TRUE(r.scenario.leave_at_end);
+  // One commit per member per round: far more than one per process.
+  EXPECT_GE(r.stats.committed, 25u);
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::sim
