@@ -53,12 +53,17 @@ void OutcomeServer::report_commit(CoreContext& ctx, Time now, Dissemination& dis
   }
 }
 
-// An elastic round that committed below MAX without us is not the end: its members see us
-// alive outside it and start the next round (docs/protocol.md, "Rounds").
+// An elastic round that committed without us is not the end when its members will start
+// another that can hold us: it is below MAX (they see us alive outside it), or it holds our
+// endpoint's previous process (they see it restarted) (docs/protocol.md, "Rounds").
 bool OutcomeServer::awaits_next_round(const CoreContext& ctx) const {
   if (!ctx.config.elastic) return false;
   const auto view = ctx.agreement.foreign_commit();
-  return view && view->members.size() < ctx.config.max_nodes;
+  if (!view) return false;
+  if (view->members.size() < ctx.config.max_nodes) return true;
+  return std::any_of(view->members.begin(), view->members.end(), [&](const MemberKey& key) {
+    return key.endpoint == ctx.config.self.endpoint;
+  });
 }
 
 void OutcomeServer::report_not_admitted(CoreContext& ctx) {
@@ -78,7 +83,8 @@ void OutcomeServer::report_not_admitted(CoreContext& ctx) {
 // and probing or gossiping to members that have left would only fill their queues.
 // An elastic job's members never go quiet: failure detection must go on while the workers run.
 bool OutcomeServer::seed_stays_quietly(const CoreContext& ctx) const {
-  return !ctx.config.elastic && ctx.am_seed() && commit_reported_ && !done_ && ctx.agreement.everyone_committed();
+  return !ctx.config.elastic && ctx.am_seed() && commit_reported_ && !done_ &&
+         ctx.agreement.everyone_committed();
 }
 
 bool OutcomeServer::go_quiet(const CoreContext& ctx, Time now) {
