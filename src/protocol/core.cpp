@@ -253,7 +253,10 @@ void Core::on_tick(Time now) {
   CoreContext& ctx = s.ctx;
   if (!s.started) return;
   s.bootstrap.tick(ctx, now, s.outcome.has_outcome());
-  if (ctx.config.seed_only) return;
+  if (ctx.config.seed_only) {
+    s.detector.tick_as_dedicated_seed(ctx, now, s.reachability);
+    return;
+  }
   s.detector.tick_suspicions(ctx, now);
   s.bootstrap.forward_joiners(ctx, now);
   if (s.outcome.go_quiet(ctx, now)) {
@@ -288,7 +291,8 @@ std::optional<Event> Core::poll_event() {
 Time Core::next_wakeup() const {
   const Impl& s = *impl_;
   const CoreContext& ctx = s.ctx;
-  if (!s.started || ctx.config.seed_only) return kNever;
+  if (!s.started) return kNever;
+  if (ctx.config.seed_only) return s.detector.next_wakeup(ctx, true);
   Time next = s.bootstrap.next_wakeup(ctx, s.outcome.has_outcome());
   next = std::min(next, s.detector.next_wakeup(ctx, s.active()));
   next = std::min(next, s.dissemination.next_wakeup(ctx, s.active(), !s.outcome.commit_reported()));

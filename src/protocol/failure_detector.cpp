@@ -106,7 +106,7 @@ void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachabilit
   }
   Ping ping;
   ping.seq = ++next_seq_;
-  ping.updates = ctx.table.take_piggyback(timing.max_piggyback);
+  if (!ctx.config.seed_only) ping.updates = ctx.table.take_piggyback(timing.max_piggyback);
   tell_suspect(ctx, target, ping.updates);
   ping.views = ctx.views(target);
   probe_ = Probe{target, ping.seq, now, false, round};
@@ -122,6 +122,13 @@ void FailureDetector::tell_suspect(const CoreContext& ctx, const std::string& ta
   for (const auto& update : updates)
     if (update.ann.endpoint == target) return;
   updates.push_back(ctx.table.record(*row));
+}
+
+void FailureDetector::tick_as_dedicated_seed(CoreContext& ctx, Time now,
+                                             Reachability& reachability) {
+  tick_suspicions(ctx, now);
+  tick(ctx, now, reachability);
+  tick_relays(now);
 }
 
 void FailureDetector::tick_relays(Time now) {

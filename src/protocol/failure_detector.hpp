@@ -25,6 +25,11 @@ class FailureDetector {
   void tick_suspicions(CoreContext& ctx, Time now);
   /// Forgets PingReq relays past their time.
   void tick_relays(Time now);
+  /// A dedicated seed's whole tick: it probes the members it knows, suspects and buries them
+  /// like a member, so that its `members` answer and the sample it gives joiners of a later
+  /// job hold no process that left. It only watches: its pings carry no rumours, so its
+  /// suspicions never reach the members (a member it cannot reach stays theirs to judge).
+  void tick_as_dedicated_seed(CoreContext& ctx, Time now, Reachability& reachability);
   /// Drops the probe in flight (a seed that stops probing, OutcomeServer::go_quiet).
   void stop_probing() { probe_.reset(); }
   /// When tick or tick_suspicions next has work; `probing`: joined and not quiet.

@@ -18,7 +18,10 @@ from testlib import Processes, free_port, temp_dir  # noqa: E402
 
 PROCESSES = 8
 COUNT = 1_000_000  # floats per rank: 4 MB, long enough a ring for ranks to finish unevenly
-DEADLINE = 60.0  # seconds for the whole group; a healthy run takes a few
+# Sanitizer builds run several times slower: scripts/sanitize.sh sets GOSSIP_RDZV_TEST_TIME_SCALE.
+SCALE = float(os.environ.get("GOSSIP_RDZV_TEST_TIME_SCALE", "1"))
+DEADLINE = 60.0 * SCALE  # seconds for the whole group; a healthy run takes a few
+JOIN_TIMEOUT = 40.0 * SCALE  # each process's --timeout
 LINE = re.compile(r"gloo_mesh rank (\d+)/(\d+): allreduce sum (\S+) \(expected (\S+)\) ok")
 
 
@@ -35,7 +38,7 @@ class GlooMeshTest(unittest.TestCase):
         procs = [group.spawn(f"process{i}", [
             example, "--seed", seed, "--nnodes", str(PROCESSES), "--host", "127.0.0.1",
             "--port", str(seed_port if i == 0 else 0), "--run-id", run_id,
-            "--timeout", "40", "--count", str(COUNT)]) for i in range(PROCESSES)]
+            "--timeout", str(int(JOIN_TIMEOUT)), "--count", str(COUNT)]) for i in range(PROCESSES)]
         group.wait(procs, DEADLINE)
         outputs = [proc.stdout + proc.stderr for proc in procs]
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core_helpers.hpp"
@@ -132,6 +133,64 @@ TEST(FailureDetector, PingToASuspectCarriesTheSuspicion) {
     ++told;
   }
   EXPECT_GE(told, 2u);
+}
+
+// A dedicated seed probes the members it introduced like a member would: members that stay
+// up stay alive in its table, and members that left are buried, so `gossip-rdzv members`
+// does not list them as alive and the next job of the same run id is not handed them (it
+// counted them as joined: "3/2 joined"). Its pings carry no rumour but the target's own
+// suspicion: the members' view of each other is theirs alone.
+TEST(FailureDetector, DedicatedSeedBuriesMembersThatLeftAndDoesNotHandThemOn) {
+  MiniNet net(2, 2);
+  net.seed = MiniNet::endpoint(9);
+  Core& seed = net.add(9, {.seed_only = true});
+  std::size_t seed_pings = 0;
+  net.on_send = [&](const std::string& from, const std::string& to, const Envelope& env) {
+    const auto* ping = std::get_if<Ping>(&env.body);
+    if (from != MiniNet::endpoint(9) || ping == nullptr) return;
+    ++seed_pings;
+    for (const auto& update : ping->updates)
+      EXPECT_EQ(update.ann.endpoint, to) << "the seed spreads a rumour about another member";
+  };
+  auto status_at_seed = [&](int i) -> std::optional<MemberStatus> {
+    for (const auto& row : seed.snapshot().members)
+      if (row.ann.endpoint == MiniNet::endpoint(i)) return row.status;
+    return std::nullopt;
+  };
+  for (int i : {1, 2}) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_committed(net, {1, 2}); }));
+  net.run([] { return false; }, 10s);  // members that stay up stay alive
+  EXPECT_GT(seed_pings, 0u);
+  for (int i : {1, 2}) EXPECT_EQ(status_at_seed(i), MemberStatus::alive) << "node " << i;
+
+  net.crash(1);
+  net.crash(2);
+  ASSERT_TRUE(net.run(
+      [&] {
+        return status_at_seed(1) == MemberStatus::dead && status_at_seed(2) == MemberStatus::dead;
+      },
+      30s))
+      << "the seed still lists members that left as alive";
+
+  // The next job of the same run id joins through the same seed.
+  std::size_t stale_in_samples = 0;
+  net.on_deliver = [&](const std::string&, const Envelope& env) {
+    if (const auto* reply = std::get_if<JoinReply>(&env.body))
+      for (const auto& record : reply->sample)
+        if (record.ann.endpoint == MiniNet::endpoint(1) ||
+            record.ann.endpoint == MiniNet::endpoint(2))
+          ++stale_in_samples;
+  };
+  for (int i : {3, 4}) net.add(i);
+  ASSERT_TRUE(net.run([&] { return all_joined(net, {3, 4}); }));
+  net.run([] { return false; }, 2s);
+  EXPECT_EQ(stale_in_samples, 0u);
+  for (int i : {3, 4}) {
+    std::size_t live = 0;
+    for (const auto& row : net.node(i)->snapshot().members)
+      live += row.status != MemberStatus::dead;
+    EXPECT_EQ(live, 2u) << "node " << i << " counts members of the earlier job";
+  }
 }
 
 }  // namespace
