@@ -101,7 +101,17 @@ ZmqTransport::~ZmqTransport() {
   // The last messages (commit notices before exit) may wait for a handshake: give them the
   // linger time. Members close after this: the outbox lingers at most options_.linger too,
   // then the context terminates.
+  const auto started = std::chrono::steady_clock::now();
   flush(options_.linger);
+  const auto left = options_.linger - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - started);
+  try {
+    // One linger in all: what the handshakes took is not given again to the close.
+    outbox_.set(zmq::sockopt::linger,
+                static_cast<int>(std::max(left, std::chrono::milliseconds(0)).count()));
+  } catch (const zmq::error_t&) {
+    // the socket keeps its linger
+  }
   ::close(wake_fd_);
 }
 
@@ -295,9 +305,9 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
   if (data.size() == 0) {  // a connection opened, or closed
     if (found != inbound_.end()) {
       inbound_.erase(found);
-    } else {
+    } else if (send_raw(inbox_, id, zmtp_handshake("ROUTER"))) {
+      // Only a live connection gets a reader: a late notice of one already closed does not.
       inbound_.emplace(id, ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)));
-      send_raw(inbox_, id, zmtp_handshake("ROUTER"));
     }
     return;
   }
