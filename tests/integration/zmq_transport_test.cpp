@@ -226,6 +226,8 @@ TEST(ZmqTransport, SpeaksWithZeroMqDealerAndRouterSockets) {
 // A plain TCP client speaking ZMTP by hand, as a hostile peer would.
 class RawZmtpClient {
  public:
+  // Takes over a connected socket (one accepted from the node).
+  explicit RawZmtpClient(int connected_fd) : fd_(connected_fd) { set_send_timeout(); }
   explicit RawZmtpClient(std::uint16_t port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
@@ -235,8 +237,7 @@ class RawZmtpClient {
     if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
       throw std::runtime_error("cannot connect the raw client");
     }
-    const timeval timeout{2, 0};  // a send blocked this long: the node stopped reading
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    set_send_timeout();
   }
   ~RawZmtpClient() { ::close(fd_); }
   RawZmtpClient(const RawZmtpClient&) = delete;
@@ -254,6 +255,11 @@ class RawZmtpClient {
   }
 
  private:
+  void set_send_timeout() {
+    const timeval timeout{2, 0};  // a send blocked this long: the node stopped reading
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  }
+
   int fd_ = -1;
 };
 
@@ -303,6 +309,32 @@ TEST(ZmqTransport, EndlessMultipartMessageIsCutOffAndOthersStillGetThrough) {
   stop = true;
   loop.join();
   EXPECT_EQ(received, 1);
+}
+
+// The same from a peer the node dialled (one that advertised itself): its answers on the
+// node's own connection are parsed as strictly.
+TEST(ZmqTransport, EndlessMultipartAnswerOnAnOutgoingConnectionIsCutOff) {
+  LoopbackSocket listener(LoopbackSocket::Mode::listening);
+  ZmqTransport node("127.0.0.1", 0);
+  ASSERT_TRUE(node.send("127.0.0.1:" + std::to_string(listener.port()), bytes_of("hello?")));
+  const int accepted = ::accept(listener.fd(), nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  RawZmtpClient hostile(accepted);
+  const std::size_t rss_before = resident_kib();
+  ASSERT_TRUE(hostile.send_all(zmtp_handshake("ROUTER")));
+  Bytes frame(9 + (1 << 20), 'x');
+  frame[0] = 0x03;  // long frame, more
+  frame[6] = 0x10;  // 1 MiB
+  int frames_sent = 0;
+  const auto deadline = Clock::now() + 20s;
+  while (frames_sent < 512 && Clock::now() < deadline) {
+    node.receive(1ms);  // the node's loop reads what arrives
+    if (!hostile.send_all(frame)) break;
+    ++frames_sent;
+  }
+  const std::size_t grown_kib = resident_kib() - std::min(resident_kib(), rss_before);
+  EXPECT_LT(frames_sent, 64) << "the connection was never closed";
+  EXPECT_LT(grown_kib, 64u * 1024) << "KiB of resident memory grown";
 }
 
 // A frame declaring more than max_message_bytes ends the connection before its bytes are held.
