@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """How fast N gossip-rdzv nodes on loopback agree, and how much memory a node takes.
 
-For each N it launches N `gossip-rdzv join --profile local` processes on 127.0.0.1 (node 1 is
-the seed of all), and measures with time.monotonic():
+For each N it launches N `gossip-rdzv join` processes on 127.0.0.1 (node 1 is the seed of
+all) with the default (LAN) profile, or the one --profile names, and measures with
+time.monotonic():
   files  launch of the first process -> every node has written its env file
-  exit   launch of the first process -> every process has exited (peers know the outcome)
+  join   launch of the first process -> the median `join` returned (the process exited)
+  last   launch of the first process -> every process has exited (the last `join` returned)
   launch launch of the first process -> the last one started (fork/exec of N processes)
-plus each node's peak RSS (os.wait4 -> ru_maxrss). Each N is repeated R times; the table
-shows the median (and min-max) of the times and the max / mean peak RSS over all runs.
+plus each node's peak RSS (os.wait4 -> ru_maxrss), the CPU time of all nodes together
+(user + system, from os.wait4) and the TCP sockets per node (the most any node held at once,
+counted from /proc/PID/fd every 0.25 s, and the mean over nodes of each one's peak). Each N
+is repeated R times; the table shows the median (and min-max) of the times, the median CPU,
+and the max / mean peak RSS over all runs.
 
 With --torch it also runs N Python processes that each create torch's own c10d rendezvous
 handler (RendezvousParameters(backend="c10d") + get_rendezvous_handler().next_rendezvous())
@@ -18,6 +23,7 @@ against a TCPStore hosted by the first of them, and reports:
 
 Usage (from the repository root, after building):
   /usr/bin/python3 bench/bench_rendezvous.py                       # N = 4 16 32 64, R = 3
+  /usr/bin/python3 bench/bench_rendezvous.py 32 256 --profile local -r 1
   /usr/bin/python3 bench/bench_rendezvous.py 4 32 --repeats 5 --torch --torch-max 32
 docs/performance.md records the figures measured with it.
 """
@@ -62,21 +68,45 @@ if index == 0:
 """
 
 
-def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path) -> dict:
+def socket_count(pid: int) -> int:
+    """Sockets the process holds (its TCP connections and listeners); 0 once it is gone."""
+    count = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    count += 1
+            except OSError:
+                pass
+    except OSError:
+        return 0
+    return count
+
+
+def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
+               profile: str | None) -> dict:
     ports = free_ports(nnodes)
     env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
     with Processes(workdir) as fleet:
         t0 = time.monotonic()
         procs = [fleet.spawn(f"node{i}", [
             binary, "join", "--seed", f"127.0.0.1:{ports[0]}", "--listen", f"127.0.0.1:{port}",
-            "--nnodes", str(nnodes), "--run-id", "bench", "--profile", "local",
+            "--nnodes", str(nnodes), "--run-id", "bench",
+            *(["--profile", profile] if profile else []),
             "--join-timeout", "60s", "--env-file", str(env_files[i]), "--quiet"])
             for i, port in enumerate(ports)]
         t_launched = time.monotonic()
         pending = set(range(nnodes))
         t_files = None
         deadline = t0 + timeout
+        sockets = [0] * nnodes
+        next_count = 0.0
         while time.monotonic() < deadline:
+            if time.monotonic() >= next_count:
+                for i, p in enumerate(procs):
+                    if p.returncode is None:
+                        sockets[i] = max(sockets[i], socket_count(p.popen.pid))
+                next_count = time.monotonic() + 0.25
             pending = {i for i in pending if not env_files[i].exists()}
             if not pending and t_files is None:
                 t_files = time.monotonic()
@@ -96,8 +126,11 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path) -> dict:
     return {
         "launch": t_launched - t0,
         "files": t_files - t0,
+        "join": statistics.median(p.ended for p in procs) - t0,
         "exit": max(p.ended for p in procs) - t0,
+        "cpu": sum(p.rusage.ru_utime + p.rusage.ru_stime for p in procs),
         "rss": [p.peak_rss_mib for p in procs],
+        "sockets": sockets,
     }
 
 
@@ -136,6 +169,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sizes", nargs="*", type=int, default=[4, 16, 32, 64],
                         help="numbers of nodes (default: 4 16 32 64)")
+    parser.add_argument("--profile", help="gossip-rdzv's --profile (default: none, i.e. LAN)")
     parser.add_argument("--repeats", "-r", type=int, default=3, help="runs per size (3)")
     parser.add_argument("--binary", default=built_tool("gossip-rdzv", "GOSSIP_RDZV_BIN")
                         or "gossip-rdzv", help="gossip-rdzv to run")
@@ -150,29 +184,34 @@ def main() -> int:
     args = parser.parse_args()
     if args.only == "torch":
         args.torch = True
-    if any(n < 1 or n > 256 for n in args.sizes):
-        parser.error("sizes must be between 1 and 256")
+    if any(n < 1 or n > 512 for n in args.sizes):
+        parser.error("sizes must be between 1 and 512")
 
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}")
-    print(f"# binary: {args.binary}; {args.repeats} runs per size; times in seconds: "
-          f"median (min-max)")
+    print(f"# binary: {args.binary}; profile {args.profile or 'default (LAN)'}; "
+          f"{args.repeats} runs per size; times in seconds: median (min-max)")
     raw: dict = {"gossip": {}, "torch": {}}
     with TempDir("gossip-rdzv-bench-") as tmp:
         if args.only != "torch":
-            print(f"{'N':>4}  {'files (s)':<22} {'exit (s)':<22} "
-                  f"{'peak RSS max/mean (MiB)':>24}  {'launch (s)':>10}")
+            print(f"{'N':>4}  {'files (s)':<22} {'join (s)':<22} {'last (s)':<22} "
+                  f"{'CPU (s)':>8}  {'peak RSS max/mean (MiB)':>24}  {'sockets max/mean':>16}  "
+                  f"{'launch (s)':>10}")
         for n in (args.sizes if args.only != "torch" else []):
             runs = []
             for r in range(args.repeats):
                 workdir = Path(tmp) / f"g{n}-{r}"
                 workdir.mkdir()
-                runs.append(run_gossip(args.binary, n, args.timeout, workdir))
+                runs.append(run_gossip(args.binary, n, args.timeout, workdir, args.profile))
             raw["gossip"][n] = runs
             rss = [x for run in runs for x in run["rss"]]
+            sockets = [x for run in runs for x in run["sockets"]]
             print(f"{n:>4}  {fmt_times([x['files'] for x in runs]):<22} "
+                  f"{fmt_times([x['join'] for x in runs]):<22} "
                   f"{fmt_times([x['exit'] for x in runs]):<22} "
+                  f"{statistics.median(x['cpu'] for x in runs):>8.2f}  "
                   f"{max(rss):>13.1f} / {statistics.mean(rss):<8.1f}  "
+                  f"{max(sockets):>7} / {statistics.mean(sockets):<6.1f}  "
                   f"{statistics.median(x['launch'] for x in runs):>10.3f}", flush=True)
 
         if args.torch:

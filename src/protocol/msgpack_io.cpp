@@ -1,5 +1,7 @@
 #include "protocol/msgpack_io.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -25,6 +27,12 @@ std::string overflow_detail(const msgpack::size_overflow& overflow, const Limits
     return "a binary value is longer than " + std::to_string(limits.bin_bytes) + " bytes";
   }
   return "a map or extension value larger than any message uses";
+}
+
+// No valid message nests this deep: a broken or hostile layout, not a big one.
+Refusal too_deep(const Limits& limits) {
+  return Refusal{Fault::malformed,
+                 "values nested deeper than " + std::to_string(limits.depth) + " levels"};
 }
 
 }  // namespace
@@ -81,6 +89,125 @@ bool starts_with_magic(const std::uint8_t* data, std::size_t size,
          std::memcmp(data + at + 1, magic.data(), magic.size()) == 0;
 }
 
+std::size_t max_values(std::size_t bytes, const Limits& limits) {
+  if (limits.bytes_per_value == 0) return std::numeric_limits<std::size_t>::max();
+  return kSpareValues + bytes / limits.bytes_per_value;
+}
+
+namespace {
+
+// What follows a msgpack type byte: the bytes to skip and the values it contains.
+struct TypeInfo {
+  std::size_t length_bytes = 0;  ///< a big-endian length or count of this many bytes follows
+  std::size_t fixed = 0;         ///< bytes of payload after the length (or the whole payload)
+  bool counts_children = false;  ///< the length is an element count, not a byte count
+  std::uint64_t per_child = 1;   ///< values per counted element (2 for a map entry)
+  bool valid = true;
+};
+
+TypeInfo type_info(std::uint8_t type) {
+  if (type <= 0x7f || type >= 0xe0) return {};  // fixint
+  if (type <= 0x8f) return {0, 0, true, 2};     // fixmap: count in the byte
+  if (type <= 0x9f) return {0, 0, true, 1};     // fixarray
+  if (type <= 0xbf) return {0, static_cast<std::size_t>(type & 0x1fu)};  // fixstr
+  switch (type) {
+    case 0xc0:  // nil
+    case 0xc2:  // false
+    case 0xc3:  // true
+      return {};
+    case 0xc4:  // bin 8, 16, 32
+    case 0xd9:  // str 8, 16, 32
+      return {1, 0};
+    case 0xc5:
+    case 0xda:
+      return {2, 0};
+    case 0xc6:
+    case 0xdb:
+      return {4, 0};
+    case 0xc7:  // ext 8, 16, 32: length, then a type byte and the data
+      return {1, 1};
+    case 0xc8:
+      return {2, 1};
+    case 0xc9:
+      return {4, 1};
+    case 0xca:
+      return {0, 4};
+    case 0xcb:
+      return {0, 8};
+    case 0xcc:
+    case 0xd0:
+      return {0, 1};
+    case 0xcd:
+    case 0xd1:
+      return {0, 2};
+    case 0xce:
+    case 0xd2:
+      return {0, 4};
+    case 0xcf:
+    case 0xd3:
+      return {0, 8};
+    case 0xd4:  // fixext 1, 2, 4, 8, 16: a type byte and the data
+      return {0, 2};
+    case 0xd5:
+      return {0, 3};
+    case 0xd6:
+      return {0, 5};
+    case 0xd7:
+      return {0, 9};
+    case 0xd8:
+      return {0, 17};
+    case 0xdc:
+      return {2, 0, true, 1};
+    case 0xdd:
+      return {4, 0, true, 1};
+    case 0xde:
+      return {2, 0, true, 2};
+    case 0xdf:
+      return {4, 0, true, 2};
+    default:  // 0xc1: never used
+      return {0, 0, false, 1, false};
+  }
+}
+
+}  // namespace
+
+ValueCount count_values(const std::uint8_t* data, std::size_t size, std::size_t offset,
+                        std::size_t budget, std::size_t depth) noexcept {
+  depth = std::min(depth, kMaxCountDepth);
+  // remaining[d]: values still to read in the container open at nesting level d (level 0:
+  // the one value asked for). Each value takes at least one byte, so the loop ends with the
+  // bytes whatever the counts claim; the sums stay far below 2^64.
+  std::array<std::uint64_t, kMaxCountDepth + 1> remaining{};
+  remaining[0] = 1;
+  std::size_t level = 0;
+  ValueCount result;
+  while (offset < size && result.values <= budget) {
+    while (level > 0 && remaining[level] == 0) --level;
+    if (remaining[level] == 0) break;  // the value is complete
+    --remaining[level];
+    const std::uint8_t type = data[offset++];
+    ++result.values;
+    const TypeInfo info = type_info(type);
+    if (!info.valid || size - offset < info.length_bytes) break;
+    std::uint64_t length = 0;
+    if (info.length_bytes == 0 && info.counts_children) length = type & 0x0fu;
+    for (std::size_t i = 0; i < info.length_bytes; ++i) length = (length << 8) | data[offset++];
+    if (info.counts_children) {
+      if (length == 0) continue;
+      if (level + 1 > depth) {
+        result.too_deep = true;
+        break;
+      }
+      remaining[++level] = length * info.per_child;
+    } else {
+      const std::uint64_t skip = info.fixed + length;
+      if (skip > size - offset) break;
+      offset += static_cast<std::size_t>(skip);
+    }
+  }
+  return result;
+}
+
 void check_size(std::size_t size, const Limits& limits) {
   if (size <= limits.message_bytes) return;
   throw Refusal{Fault::too_large, std::to_string(size) + " bytes, the limit is " +
@@ -89,13 +216,22 @@ void check_size(std::size_t size, const Limits& limits) {
 
 msgpack::object_handle unpack(const std::uint8_t* data, std::size_t size, std::size_t& offset,
                               const Limits& limits) {
+  // Refused before msgpack allocates 24 bytes per value: a message of tiny values nested in
+  // long lists would otherwise take 24 times its size.
+  const std::size_t budget = max_values(size - std::min(offset, size), limits);
+  const ValueCount counted = count_values(data, size, offset, budget, limits.depth);
+  if (counted.too_deep) throw too_deep(limits);
+  if (counted.values > budget) {
+    throw Refusal{Fault::too_large, "more than " + std::to_string(budget) + " values in " +
+                                        std::to_string(size - offset) + " bytes (at most one per " +
+                                        std::to_string(limits.bytes_per_value) + " bytes, plus " +
+                                        std::to_string(kSpareValues) + ")"};
+  }
   try {
     return msgpack::unpack(reinterpret_cast<const char*>(data), size, offset, nullptr, nullptr,
                            unpack_limit(limits));
   } catch (const msgpack::depth_size_overflow&) {
-    // No valid message nests this deep: a broken or hostile layout, not a big one.
-    throw Refusal{Fault::malformed,
-                  "values nested deeper than " + std::to_string(limits.depth) + " levels"};
+    throw too_deep(limits);
   } catch (const msgpack::insufficient_bytes&) {
     throw Refusal{Fault::truncated, "message ends inside a value"};
   } catch (const msgpack::size_overflow& overflow) {

@@ -15,8 +15,11 @@
 //
 // The promises a decoder gets: a value over any limit is refused before it is allocated, a
 // wrong type or a cut message is a Refusal naming where it happened, and memory use is
-// bounded by a small multiple of the input (plus at most `depth` element tables of
-// `array_length` entries, which msgpack allocates when it reads an array's count).
+// bounded by a small multiple of the input: msgpack spends 24 bytes (one msgpack::object)
+// per value however few bytes the value takes on the wire, so before unpacking, the values
+// are counted without allocating and more than max_values(bytes) of them are refused. That
+// bounds what one unpack allocates to about 24 * max_values(bytes) + bytes (the copied
+// strings): 13 times the input for a large one (docs/wire-format.md, "Limits").
 #pragma once
 
 #include <cstddef>
@@ -42,7 +45,28 @@ struct Limits {
   std::size_t str_bytes = 0;      ///< bytes of any one string
   std::size_t bin_bytes = 0;      ///< bytes of any one binary value
   std::size_t ext_bytes = 0;      ///< bytes of any one extension value (0: messages use none)
+  /// The fewest wire bytes per msgpack value, on average, over a whole unpacked value (see
+  /// max_values); 0: no bound. No message of either codec averages 2 bytes or fewer.
+  std::size_t bytes_per_value = 2;
 };
+
+/// Values that unpacking `bytes` bytes under `limits` may create: kSpareValues +
+/// bytes / limits.bytes_per_value (no bound when bytes_per_value is 0).
+std::size_t max_values(std::size_t bytes, const Limits& limits);
+inline constexpr std::size_t kSpareValues = 64;
+
+/// What count_values() found.
+struct ValueCount {
+  std::size_t values = 0;  ///< stops at budget + 1
+  bool too_deep = false;   ///< arrays or maps nested deeper than the depth asked for
+};
+/// Counts the msgpack values (every array, map key and value, scalar and string counts one)
+/// of the one value at data[offset..size) without allocating, stopping at `budget` + 1 or at
+/// nesting deeper than `depth` (at most kMaxCountDepth). Stops early, with the count so far,
+/// where the bytes end or are not msgpack: unpack() then reports that.
+inline constexpr std::size_t kMaxCountDepth = 32;
+ValueCount count_values(const std::uint8_t* data, std::size_t size, std::size_t offset,
+                        std::size_t budget, std::size_t depth) noexcept;
 
 /// Why input was refused.
 enum class Fault {

@@ -248,12 +248,13 @@ void Runtime::transmit(const Send& send) {
   const auto type = protocol::to_string(protocol::message_type(out.msg.body));
   const auto bytes = protocol::encode(out.msg);
   if (!send.reply_to.empty()) {
-    log_->trace("-> {} to {} over its own connection", type, printable(out.to));
+    log_->trace("-> {} to {} over its own connection ({} bytes)", type, printable(out.to),
+                bytes.size());
     if (!transport_->reply(send.reply_to, bytes)) {
       log_->debug("dropped a {} to {}: its connection is gone", type, printable(out.to));
     }
   } else {
-    log_->trace("-> {} to {}", type, out.to);
+    log_->trace("-> {} to {} ({} bytes)", type, out.to, bytes.size());
     if (!transport_->send(out.to, bytes)) {
       log_->debug("dropped a {} to {}: its queue is full", type, out.to);
     }
@@ -325,8 +326,9 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
   protocol::DecodeResult result = protocol::decode(bytes.data(), bytes.size());
   if (result.ok()) {
     const protocol::Envelope& envelope = result.envelope();
-    log_->trace("<- {} from {}", protocol::to_string(protocol::message_type(envelope.body)),
-                printable(envelope.sender));
+    log_->trace("<- {} from {} ({} bytes)",
+                protocol::to_string(protocol::message_type(envelope.body)),
+                printable(envelope.sender), bytes.size());
     core_.on_message(now, envelope);
     if (sidecar_) sidecar_->on_member_alive(envelope.sender);
     return;

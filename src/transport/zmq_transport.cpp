@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <memory>
 
@@ -81,10 +82,14 @@ std::string zmq_tcp_address(const std::string& endpoint) {
 
 ZmqTransport::ZmqTransport(const std::string& listen_host, std::uint16_t listen_port,
                            TransportOptions options)
-    : options_(options), context_(1), inbox_(context_, zmq::socket_type::router) {
+    : options_(options),
+      context_(1),
+      inbox_(context_, zmq::socket_type::stream),
+      outbox_(context_, zmq::socket_type::stream) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::internal, "eventfd failed: " + std::to_string(errno));
   try {
+    configure_outbox();
     bind(listen_host.empty() ? "0.0.0.0" : listen_host, listen_port);
   } catch (...) {
     ::close(wake_fd_);
@@ -93,15 +98,49 @@ ZmqTransport::ZmqTransport(const std::string& listen_host, std::uint16_t listen_
 }
 
 ZmqTransport::~ZmqTransport() {
-  // Members close after this: destinations linger at most options_.linger, then the
-  // context terminates.
+  // The last messages (commit notices before exit) may wait for a handshake: give them the
+  // linger time. Members close after this: the outbox lingers at most options_.linger too,
+  // then the context terminates.
+  const auto started = std::chrono::steady_clock::now();
+  flush(options_.linger);
+  const auto left = options_.linger - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - started);
+  try {
+    // One linger in all: what the handshakes took is not given again to the close.
+    outbox_.set(zmq::sockopt::linger,
+                static_cast<int>(std::max(left, std::chrono::milliseconds(0)).count()));
+  } catch (const zmq::error_t&) {
+    // the socket keeps its linger
+  }
   ::close(wake_fd_);
+}
+
+bool ZmqTransport::flush(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    // Only the outbox, and a bounded number of chunks per round: answers go to ready_.
+    for (int n = 0; n < 256 && read_chunk(outbox_, false); ++n) {
+    }
+    const bool waiting = std::any_of(destinations_.begin(), destinations_.end(),
+                                     [](const auto& d) { return !d.second.waiting.empty(); });
+    if (!waiting) return true;
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds(0)) return false;
+    zmq_pollitem_t item{outbox_.handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::min(left, std::chrono::milliseconds(10)));
+    } catch (const zmq::error_t&) {
+      // EINTR: read and check again
+    }
+  }
 }
 
 void ZmqTransport::bind(const std::string& listen_host, std::uint16_t listen_port) {
   // The inbox only sends replies (notices, best effort): do not hold up closing for them.
   inbox_.set(zmq::sockopt::linger, 0);
-  inbox_.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
+  inbox_.set(zmq::sockopt::rcvhwm, options_.receive_high_water_mark);
+  inbox_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
   if (is_ipv6_literal(listen_host)) inbox_.set(zmq::sockopt::ipv6, 1);
   const std::string port_text = listen_port == 0 ? "*" : std::to_string(listen_port);
   try {
@@ -112,16 +151,41 @@ void ZmqTransport::bind(const std::string& listen_host, std::uint16_t listen_por
   bound_port_ = port_of_zmq_endpoint(inbox_.get(zmq::sockopt::last_endpoint));
 }
 
-bool ZmqTransport::send(const std::string& endpoint, const Bytes& bytes) {
-  Destination* target = destination(zmq_tcp_address(endpoint));
-  if (target == nullptr) return false;
+void ZmqTransport::configure_outbox() {
+  outbox_.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
+  outbox_.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
+  outbox_.set(zmq::sockopt::rcvhwm, options_.receive_high_water_mark);
+  outbox_.set(zmq::sockopt::ipv6, 1);  // also connects to IPv4 addresses
+  outbox_.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_initial.count()));
+  outbox_.set(zmq::sockopt::reconnect_ivl_max, static_cast<int>(options_.reconnect_max.count()));
+  outbox_.set(zmq::sockopt::connect_timeout, kConnectTimeoutMs);
+}
+
+bool ZmqTransport::send_raw(zmq::socket_t& socket, const std::string& id, const Bytes& data) {
   try {
-    const auto sent = target->socket.send(zmq::const_buffer(bytes.data(), bytes.size()),
-                                          zmq::send_flags::dontwait);
-    return sent.has_value();  // empty: EAGAIN, the queue is full
+    // ZMQ_STREAM: the first frame names the connection (an unknown one is EHOSTUNREACH, a
+    // full queue EAGAIN), the second is bytes for its TCP stream.
+    if (!socket.send(zmq::const_buffer(id.data(), id.size()),
+                     zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      return false;
+    }
+    return socket.send(zmq::const_buffer(data.data(), data.size()), zmq::send_flags::dontwait)
+        .has_value();
   } catch (const zmq::error_t&) {
     return false;
   }
+}
+
+bool ZmqTransport::send(const std::string& endpoint, const Bytes& bytes) {
+  Destination* target = destination(zmq_tcp_address(endpoint));
+  if (target == nullptr) return false;
+  Bytes frame = zmtp_frame(bytes.data(), bytes.size());
+  if (target->reader.handshake_done()) return send_raw(outbox_, target->routing_id, frame);
+  if (target->waiting.size() >= static_cast<std::size_t>(options_.send_high_water_mark)) {
+    return false;
+  }
+  target->waiting.push_back(std::move(frame));
+  return true;
 }
 
 ZmqTransport::Destination* ZmqTransport::destination(const std::string& address) {
@@ -130,44 +194,51 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
     return &found->second;
   }
   if (destinations_.size() >= options_.max_destinations) evict_least_recent();
-  zmq::socket_t dealer(context_, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, static_cast<int>(options_.linger.count()));
-  dealer.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
-  dealer.set(zmq::sockopt::ipv6, 1);  // also connects to IPv4 addresses
-  dealer.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options_.reconnect_initial.count()));
-  dealer.set(zmq::sockopt::reconnect_ivl_max, static_cast<int>(options_.reconnect_max.count()));
-  dealer.set(zmq::sockopt::connect_timeout, kConnectTimeoutMs);
+  // Never reused: ZeroMQ refuses (asserts on) a routing id that names a live connection, and
+  // a closed one may still be closing.
+  std::string routing_id = "d" + std::to_string(next_routing_id_++);
   try {
-    dealer.connect(address);
+    outbox_.set(zmq::sockopt::connect_routing_id, routing_id);
+    outbox_.connect(address);
   } catch (const zmq::error_t&) {
     return nullptr;  // malformed address: nothing will ever reach it
   }
+  // The connection's queue exists from connect() on; ZeroMQ sends it once TCP is up, so the
+  // handshake goes first; messages wait for the peer's (see Destination::waiting). A
+  // connection is used once: when it drops it is closed (drop_destination), never resumed
+  // mid-stream.
+  send_raw(outbox_, routing_id, zmtp_handshake("DEALER"));
   recency_.push_front(address);
-  const auto inserted =
-      destinations_.emplace(address, Destination{std::move(dealer), recency_.begin()});
+  address_of_[routing_id] = address;
+  const auto inserted = destinations_.emplace(
+      address, Destination{std::move(routing_id),
+                           recency_.begin(),
+                           ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)),
+                           false,
+                           {}});
   return &inserted.first->second;
 }
 
+void ZmqTransport::drop_destination(const std::string& address) {
+  const auto found = destinations_.find(address);
+  if (found == destinations_.end()) return;
+  try {
+    outbox_.disconnect(address);
+  } catch (const zmq::error_t&) {
+    // already gone: nothing to close
+  }
+  address_of_.erase(found->second.routing_id);
+  recency_.erase(found->second.recency);
+  destinations_.erase(found);
+}
+
 void ZmqTransport::evict_least_recent() {
-  if (recency_.empty()) return;
-  destinations_.erase(recency_.back());
-  recency_.pop_back();
+  if (!recency_.empty()) drop_destination(recency_.back());
 }
 
 bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {
-  if (reply_to.empty()) return false;
-  try {
-    // ROUTER: the first frame names the connection; an unknown one drops the message.
-    if (!inbox_.send(zmq::const_buffer(reply_to.data(), reply_to.size()),
-                     zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      return false;
-    }
-    const auto sent =
-        inbox_.send(zmq::const_buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait);
-    return sent.has_value();
-  } catch (const zmq::error_t&) {
-    return false;
-  }
+  if (reply_to.empty() || inbound_.count(reply_to) == 0) return false;
+  return send_raw(inbox_, reply_to, zmtp_frame(bytes.data(), bytes.size()));
 }
 
 std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
@@ -177,71 +248,102 @@ std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
 }
 
 std::optional<Received> ZmqTransport::receive_from(std::chrono::milliseconds timeout) {
-  if (auto message = try_receive()) return message;
-  std::vector<zmq_pollitem_t> items = {{inbox_.handle(), 0, ZMQ_POLLIN, 0},
-                                       {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-  std::vector<zmq::socket_t*> dealers;
-  if (answers_.empty()) {
-    // Answers to what we sent come back on the destinations' own sockets.
-    for (auto& [address, destination] : destinations_) {
-      items.push_back({destination.socket.handle(), 0, ZMQ_POLLIN, 0});
-      dealers.push_back(&destination.socket);
-    }
-  } else {
-    timeout = std::chrono::milliseconds(0);
-  }
+  pump();
+  if (auto message = take_ready()) return message;
+  // Two sockets and the wake-up eventfd, however many peers there are.
+  std::array<zmq_pollitem_t, 3> items = {{{inbox_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {outbox_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {nullptr, wake_fd_, ZMQ_POLLIN, 0}}};
   try {
     zmq::poll(items.data(), items.size(), timeout);
   } catch (const zmq::error_t&) {
     return std::nullopt;  // EINTR: the caller loops anyway
   }
-  if ((items[1].revents & ZMQ_POLLIN) != 0) drain_wake();
-  collect_answers(items, dealers);
-  if (auto message = try_receive()) return message;
-  if (answers_.empty()) return std::nullopt;
-  Received answer{std::move(answers_.front()), {}};
-  answers_.pop_front();
-  return answer;
+  if ((items[2].revents & ZMQ_POLLIN) != 0) drain_wake();
+  pump();
+  return take_ready();
 }
 
-void ZmqTransport::collect_answers(const std::vector<zmq_pollitem_t>& items,
-                                   const std::vector<zmq::socket_t*>& dealers) {
-  constexpr std::size_t kMaxPerDestination = 64;  // one chatty peer cannot starve the rest
-  for (std::size_t i = 0; i < dealers.size(); ++i) {
-    if ((items[i + 2].revents & ZMQ_POLLIN) == 0) continue;
-    try {
-      for (std::size_t n = 0; n < kMaxPerDestination; ++n) {
-        zmq::message_t part;
-        if (!dealers[i]->recv(part, zmq::recv_flags::dontwait)) break;
-        answers_.emplace_back(part.data<std::uint8_t>(), part.data<std::uint8_t>() + part.size());
-        while (part.more() && dealers[i]->recv(part, zmq::recv_flags::dontwait)) {
-          // extra frames are not ours: dropped
-        }
-      }
-    } catch (const zmq::error_t&) {
-      // a socket error loses what it held; the protocol tolerates loss
-    }
+std::optional<Received> ZmqTransport::take_ready() {
+  if (ready_.empty()) return std::nullopt;
+  Received message = std::move(ready_.front());
+  ready_.pop_front();
+  return message;
+}
+
+void ZmqTransport::pump() {
+  // Bounds one call's work; the chunks left wait in ZeroMQ's bounded queues.
+  constexpr int kMaxChunks = 256;
+  for (int n = 0; n < kMaxChunks && ready_.empty(); ++n) {
+    outbox_first_ = !outbox_first_;  // neither socket starves the other
+    const bool read = outbox_first_ ? (read_chunk(outbox_, false) || read_chunk(inbox_, true))
+                                    : (read_chunk(inbox_, true) || read_chunk(outbox_, false));
+    if (!read) return;
   }
 }
 
-std::optional<Received> ZmqTransport::try_receive() {
+bool ZmqTransport::read_chunk(zmq::socket_t& socket, bool inbox) {
   try {
-    zmq::message_t identity;  // ROUTER prefixes the sender's connection id
-    if (!inbox_.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
-    std::string reply_to(identity.data<char>(), identity.size());
-    std::optional<Bytes> payload;
-    for (bool more = identity.more(); more;) {
-      zmq::message_t part;
-      if (!inbox_.recv(part, zmq::recv_flags::dontwait)) break;
-      // Our DEALERs send one frame; extra frames are someone else's and are dropped.
-      if (!payload)
-        payload.emplace(part.data<std::uint8_t>(), part.data<std::uint8_t>() + part.size());
-      more = part.more();
+    zmq::message_t id;
+    if (!socket.recv(id, zmq::recv_flags::dontwait)) return false;
+    zmq::message_t data;  // ZMQ_STREAM: always a second frame, empty for a connection notice
+    if (id.more() && !socket.recv(data, zmq::recv_flags::dontwait)) return true;
+    const std::string name(id.data<char>(), id.size());
+    if (inbox) {
+      on_inbox_chunk(name, data);
+    } else {
+      on_outbox_chunk(name, data);
     }
-    return Received{payload ? std::move(*payload) : Bytes{}, std::move(reply_to)};
+    return true;
   } catch (const zmq::error_t&) {
-    return std::nullopt;
+    return false;
   }
+}
+
+void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& data) {
+  auto found = inbound_.find(id);
+  if (data.size() == 0) {  // a connection opened, or closed
+    if (found != inbound_.end()) {
+      inbound_.erase(found);
+    } else if (send_raw(inbox_, id, zmtp_handshake("ROUTER"))) {
+      // Only a live connection gets a reader: a late notice of one already closed does not.
+      inbound_.emplace(id, ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)));
+    }
+    return;
+  }
+  if (found == inbound_.end()) return;  // a connection closed by us: the rest is dropped
+  std::vector<Bytes> messages;
+  if (found->second.feed(data.data<std::uint8_t>(), data.size(), messages)) {
+    send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
+    inbound_.erase(found);
+    return;  // nothing from a peer that broke the rules
+  }
+  for (auto& message : messages) ready_.push_back(Received{std::move(message), id});
+}
+
+void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& data) {
+  const auto address = address_of_.find(id);
+  if (address == address_of_.end()) return;  // a connection already closed
+  Destination& target = destinations_.at(address->second);
+  if (data.size() == 0) {  // connected, or (the second notice) disconnected
+    if (!target.connected) {
+      target.connected = true;
+    } else {
+      drop_destination(std::string(address->second));
+    }
+    return;
+  }
+  std::vector<Bytes> messages;
+  if (target.reader.feed(data.data<std::uint8_t>(), data.size(), messages)) {
+    drop_destination(std::string(address->second));
+    return;
+  }
+  if (target.reader.handshake_done()) {
+    for (const Bytes& frame : target.waiting) send_raw(outbox_, target.routing_id, frame);
+    target.waiting.clear();
+  }
+  // Answers on our own connection: not a reply target.
+  for (auto& message : messages) ready_.push_back(Received{std::move(message), {}});
 }
 
 void ZmqTransport::wake() {

@@ -1,9 +1,19 @@
-// ZeroMQ transport: a ROUTER inbox bound on the listen address and one DEALER per
-// destination, created on first use. Knows nothing of the protocol: it moves byte strings.
-// A message can also be answered over the connection it arrived on (reply()): that works
-// when the sender's own listen address does not (loopback advertised, inbound firewall), and
-// the answer comes out of receive() on the sender's side like any other message.
-// Delivery is best effort (a full queue drops the message): the protocol tolerates loss.
+// ZeroMQ transport: an inbox bound on the listen address and one outbox that connects to each
+// destination on first use, naming that connection itself (ZMQ_CONNECT_ROUTING_ID) so a send
+// picks it by name. Both are raw ZMQ_STREAM sockets on which the transport speaks ZMTP itself
+// (zmtp.hpp): the inbox as a ROUTER, the outbox as a DEALER, so that a message is one frame
+// and a peer sending multipart messages, or frames over max_message_bytes, is disconnected
+// before its bytes pile up. Knows nothing of the protocol: it moves byte strings. A message can
+// also be answered over the connection it arrived on (reply()): that works when the sender's own
+// listen address does not (loopback advertised, inbound firewall), and the answer comes out of
+// receive() on the sender's side like any other message. Delivery is best effort (a full queue
+// drops the message): the protocol tolerates loss.
+//
+// Cost per peer (docs/wire-format.md, "Transport"): a wake-up polls two sockets and an
+// eventfd whatever the number of peers; at most max_destinations outgoing connections are
+// open, the least recently used one is closed beyond that. Memory per connection is bounded:
+// receive_high_water_mark chunks of at most 8 KiB queued by ZeroMQ, plus one unfinished
+// message of at most max_message_bytes.
 //
 // Thread use: one thread sends and receives; any thread may call wake().
 #pragma once
@@ -20,9 +30,9 @@
 
 #include <zmq.hpp>
 
-namespace gossip_rdzv::transport {
+#include "transport/zmtp.hpp"
 
-using Bytes = std::vector<std::uint8_t>;
+namespace gossip_rdzv::transport {
 
 /// A received message and, when it came into the inbox, how to answer over its connection.
 struct Received {
@@ -38,11 +48,16 @@ struct TransportOptions {
   std::chrono::milliseconds linger{500};
   /// Messages queued per destination before sends are dropped.
   int send_high_water_mark = 1000;
-  /// Larger incoming messages are refused by ZeroMQ before we ever see them.
+  /// Chunks read from one connection (at most 8 KiB each, ZeroMQ's read size) queued before
+  /// ZeroMQ stops reading it and TCP pushes back on the sender. With max_message_bytes, what
+  /// one connection can make this node hold.
+  int receive_high_water_mark = 64;
+  /// A peer that sends a larger message is disconnected when its frame header arrives.
   std::int64_t max_message_bytes = 16 * 1024 * 1024;
-  /// Destinations kept connected; the least recently used is closed beyond this, so a node
-  /// of a large cluster does not hold a socket (and file descriptors) per member forever.
-  std::size_t max_destinations = 256;
+  /// Destinations kept connected; the least recently used is closed beyond this (dropping
+  /// what it still queued), so a node of a large cluster holds a bounded number of TCP
+  /// connections, not one per member.
+  std::size_t max_destinations = 64;
   std::chrono::milliseconds reconnect_initial{100};
   std::chrono::milliseconds reconnect_max{5000};
 };
@@ -75,32 +90,57 @@ class ZmqTransport {
   /// false when the message was dropped (connection gone, queue full, empty id).
   bool reply(const std::string& reply_to, const Bytes& bytes);
 
+  /// A message to a new destination waits until that peer's handshake arrives (which the
+  /// peer sends when its own receive() sees the connection), read by receive() or here. This
+  /// waits, at most `timeout`, until no message waits so, for a caller that sends and then
+  /// does not receive; what arrives meanwhile stays for receive(). Returns whether none
+  /// waits. The destructor does it within options.linger.
+  bool flush(std::chrono::milliseconds timeout);
+
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
 
  private:
   struct Destination {
-    zmq::socket_t socket;
+    std::string routing_id;  ///< the outbox connection's name, unique for the socket's life
     std::list<std::string>::iterator recency;
+    ZmtpReader reader;       ///< what the destination answers on this connection
+    bool connected = false;  ///< ZeroMQ reported the TCP connection up
+    /// Frames waiting for the peer's handshake (reader.handshake_done()), at most
+    /// send_high_water_mark of them.
+    std::deque<Bytes> waiting;
   };
 
   void bind(const std::string& listen_host, std::uint16_t listen_port);
-  std::optional<Received> try_receive();
-  /// Moves what waits on the destinations marked readable in `items` into answers_.
-  void collect_answers(const std::vector<zmq_pollitem_t>& items,
-                       const std::vector<zmq::socket_t*>& dealers);
+  void configure_outbox();
+  /// Queues `data` on the raw connection `id` of `socket`; false when it was dropped.
+  static bool send_raw(zmq::socket_t& socket, const std::string& id, const Bytes& data);
+  /// Reads what the sockets hold into ready_, until something is ready or nothing is left.
+  void pump();
+  /// One chunk (or connection notice) from `socket`; false when none was waiting.
+  bool read_chunk(zmq::socket_t& socket, bool inbox);
+  void on_inbox_chunk(const std::string& id, const zmq::message_t& data);
+  void on_outbox_chunk(const std::string& id, const zmq::message_t& data);
+  std::optional<Received> take_ready();
   Destination* destination(const std::string& address);
+  /// Closes the connection to `address` and forgets it (its queue is dropped).
+  void drop_destination(const std::string& address);
   void evict_least_recent();
   void drain_wake();
 
   TransportOptions options_;
   zmq::context_t context_;
   zmq::socket_t inbox_;
+  zmq::socket_t outbox_;
   int wake_fd_ = -1;
   std::uint16_t bound_port_ = 0;
-  std::unordered_map<std::string, Destination> destinations_;
+  std::uint64_t next_routing_id_ = 0;
+  bool outbox_first_ = false;  ///< which socket pump() reads first next time
+  std::unordered_map<std::string, Destination> destinations_;  ///< by address
+  std::unordered_map<std::string, std::string> address_of_;    ///< outbox routing id -> address
   std::list<std::string> recency_;  ///< front: most recently used destination address
-  std::deque<Bytes> answers_;       ///< received on destinations, not yet returned
+  std::unordered_map<std::string, ZmtpReader> inbound_;  ///< inbox connections by routing id
+  std::deque<Received> ready_;  ///< parsed from the last chunks read, not yet returned
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

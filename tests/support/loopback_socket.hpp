@@ -36,6 +36,7 @@ class LoopbackSocket {
   LoopbackSocket& operator=(const LoopbackSocket&) = delete;
 
   std::uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

@@ -11,13 +11,15 @@
 
 #include <msgpack.hpp>
 
-// Records the largest single malloc request while `g_track_malloc` is set, to show that hostile
-// counts on the wire do not turn into huge allocations (msgpack's zone allocates with malloc,
-// so overriding operator new would miss it). Forwarding to glibc's own malloc keeps free(),
+// Records the largest single malloc request, and the sum of all of them (at least the peak
+// of what was held at once), while `g_track_malloc` is set, to show that hostile counts on
+// the wire do not turn into huge allocations (msgpack's zone allocates with malloc, so
+// overriding operator new would miss it). Forwarding to glibc's own malloc keeps free(),
 // realloc() and friends valid for every block. Sanitizers bring their own malloc: no tracking.
 namespace {
 bool g_track_malloc = false;
 std::size_t g_largest_malloc_bytes = 0;
+std::size_t g_total_malloc_bytes = 0;
 }  // namespace
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kMallocTracked = false;
@@ -25,7 +27,10 @@ constexpr bool kMallocTracked = false;
 constexpr bool kMallocTracked = true;
 extern "C" void* __libc_malloc(std::size_t size);
 extern "C" void* malloc(std::size_t size) noexcept {
-  if (g_track_malloc) g_largest_malloc_bytes = std::max(g_largest_malloc_bytes, size);
+  if (g_track_malloc) {
+    g_largest_malloc_bytes = std::max(g_largest_malloc_bytes, size);
+    g_total_malloc_bytes += size;
+  }
   return __libc_malloc(size);
 }
 #endif
@@ -547,6 +552,55 @@ TEST(Codec, HugeDeclaredCountsNeitherAllocateNorCrash) {
   // The last case does reserve its 65536 elements: proof that the tracking sees msgpack.
   if (kMallocTracked) {
     EXPECT_GE(g_largest_malloc_bytes, kMaxListLength * sizeof(msgpack::object));
+  }
+}
+
+// Bytes malloc'd (an upper bound of the peak) while decoding `bytes`.
+std::size_t bytes_allocated_decoding(const Bytes& bytes, DecodeResult& result) {
+  g_total_malloc_bytes = 0;
+  g_track_malloc = true;
+  result = decode(bytes);
+  g_track_malloc = false;
+  return g_total_malloc_bytes;
+}
+
+// msgpack spends 24 bytes per value: 4 MB of one-byte values in 65535-element lists would
+// take about 100 MB to unpack. They are counted, and refused, before anything is allocated.
+TEST(Codec, ManyTinyValuesAreRefusedBeforeUnpacking) {
+  constexpr std::size_t kLists = 63;
+  const Bytes bomb = raw_message(6, [](Packer& p) {
+    p.pack_array(kLists);
+    for (std::size_t i = 0; i < kLists; ++i) {
+      p.pack_array(65535);
+      for (int j = 0; j < 65535; ++j) p.pack_nil();
+    }
+  });
+  ASSERT_GT(bomb.size(), 4'000'000u);
+  ASSERT_LE(bomb.size(), kMaxMessageBytes);
+  DecodeResult result = DecodeError{};
+  const std::size_t allocated = bytes_allocated_decoding(bomb, result);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().kind, Kind::too_large) << describe(result.error());
+  EXPECT_NE(result.error().detail.find("values in"), std::string::npos) << result.error().detail;
+  if (kMallocTracked) {
+    EXPECT_LT(allocated, 64u * 1024) << "bytes allocated refusing it";
+  }
+}
+
+// A large valid message still decodes, within the documented bound: at most 13 times its size
+// (24 bytes per value, at most one value per 2 bytes, plus its strings).
+TEST(Codec, DecodingALargeMessageTakesASmallMultipleOfItsSize) {
+  const Envelope original = envelope(QueryReply{records(20000), {}, {}});
+  const Bytes bytes = encode(original);
+  ASSERT_GT(bytes.size(), 1'000'000u);
+  DecodeResult result = DecodeError{};
+  const std::size_t allocated = bytes_allocated_decoding(bytes, result);
+  ASSERT_TRUE(result.ok()) << describe(result.error());
+  EXPECT_TRUE(same(result.envelope(), original));
+  if (kMallocTracked) {
+    std::printf("decoding %zu bytes allocated %zu bytes (%.1f times)\n", bytes.size(), allocated,
+                static_cast<double>(allocated) / static_cast<double>(bytes.size()));
+    EXPECT_LT(allocated, 13 * bytes.size());
   }
 }
 

@@ -138,6 +138,44 @@ TEST(MsgpackIo, HugeDeclaredCountsAreRefusedBeforeAllocating) {
   EXPECT_EQ(refusal(Bytes{0xc6, 0xff, 0xff, 0xff, 0xff}).fault, Fault::truncated);
 }
 
+TEST(MsgpackIo, ValuesAreCountedWithoutUnpacking) {
+  const Bytes bytes = sample();  // the array, 5 scalars, 2 lists of 2
+  EXPECT_EQ(count_values(bytes.data(), bytes.size(), 0, 1000, 3).values, 12u);
+  EXPECT_FALSE(count_values(bytes.data(), bytes.size(), 0, 1000, 3).too_deep);
+  EXPECT_EQ(count_values(bytes.data(), bytes.size(), 0, 5, 3).values, 6u);  // stops at budget+1
+  EXPECT_TRUE(count_values(bytes.data(), bytes.size(), 0, 1000, 1).too_deep);
+  const Bytes map{0x82, 0x01, 0xc0, 0xa1, 'k', 0xd4, 0x01, 0x02};  // {1: nil, "k": fixext1}
+  EXPECT_EQ(count_values(map.data(), map.size(), 0, 1000, 3).values, 5u);
+  // A count on the wire costs nothing: 4G elements claimed, none present.
+  const Bytes claimed{0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0};
+  EXPECT_EQ(count_values(claimed.data(), claimed.size(), 0, 1000, 3).values, 2u);
+}
+
+// msgpack spends 24 bytes on every value, however short: lists of one-byte values would take
+// 24 times their size. More than one value per bytes_per_value bytes is refused unpacked.
+TEST(MsgpackIo, ManyTinyValuesAreRefusedBeforeUnpacking) {
+  Limits wide = kSmall;
+  wide.message_bytes = 1 << 20;
+  wide.array_length = 1 << 16;
+  const Bytes nils = written([](Writer& w) {
+    w.array(4);
+    for (int i = 0; i < 4; ++i) {
+      w.array(60000);
+      for (int j = 0; j < 60000; ++j) w.boolean(false);
+    }
+  });
+  const Refusal r = refusal(nils, wide);
+  EXPECT_EQ(r.fault, Fault::too_large);
+  EXPECT_TRUE(contains(r.detail, "values in")) << r.detail;
+  // Two-byte values are within the bound.
+  const Bytes pairs = written([](Writer& w) {
+    w.array(60000);
+    for (int j = 0; j < 60000; ++j) w.u64(200);  // 0xcc 0xc8
+  });
+  EXPECT_NO_THROW(unpack_whole(pairs.data(), pairs.size(), wide));
+  EXPECT_EQ(max_values(pairs.size(), wide), kSpareValues + pairs.size() / 2);
+}
+
 TEST(MsgpackIo, EveryTruncationIsRefused) {
   const Bytes bytes = sample();
   for (std::size_t size = 0; size < bytes.size(); ++size) {
