@@ -20,7 +20,8 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 /// The variables of one worker process, in this order: MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
 /// RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, NODE_RANK, NNODES,
 /// ROLE_NAME ("default"), ROLE_RANK, ROLE_WORLD_SIZE, TORCHELASTIC_RUN_ID,
-/// TORCHELASTIC_RESTART_COUNT (the round), then GLOO_SOCKET_IFNAME when `ifname` is given
+/// TORCHELASTIC_RESTART_COUNT (the round), then GLOO_SOCKET_IFNAME=`ifname` and
+/// NCCL_SOCKET_IFNAME==`ifname` (NCCL's exact-name form) when `ifname` is given
 /// (see interface_for_address in the outputs layer for finding it).
 /// Throws Error(usage) when `local_rank` >= this node's nproc or `assignment.my_node_rank`
 /// is not a node of the assignment.
@@ -37,7 +38,7 @@ GOSSIP_RDZV_API EnvVars node_env(const Assignment& assignment,
 /// `export_`: "export KEY=VALUE" lines, for `source file`.
 enum class EnvFormat { env, export_ };
 
-/// One line per variable. A value holding any character outside [A-Za-z0-9_./:@%+,-] is
+/// One line per variable. A value holding any character outside [A-Za-z0-9_./:@%+,=-] is
 /// put in single quotes (a quote inside becomes '\''), which every POSIX shell reads back
 /// unchanged. Throws Error(internal) for a name that is not a shell identifier.
 GOSSIP_RDZV_API std::string format_env(const EnvVars& vars, EnvFormat format);

@@ -161,6 +161,7 @@ def check_consistent(test, nodes: Sequence[Node], run_id: str = "cluster-test",
             if master_addr == "127.0.0.1":
                 # The advertised address is on loopback: its interface is known.
                 test.assertEqual(env.get("GLOO_SOCKET_IFNAME"), "lo", where)
+                test.assertEqual(env.get("NCCL_SOCKET_IFNAME"), "=lo", where)
             all_files.append((where, env))
         test.assertEqual(len({e["NODE_RANK"] for e in envs}), 1,
                          f"node{node.index}: local ranks disagree on NODE_RANK")
