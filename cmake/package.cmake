@@ -61,6 +61,12 @@ else()
   message(STATUS "gossip-rdzv: help2man not found, no man pages (scripts/setup.sh installs it)")
 endif()
 
+# The Python package (python/gossip_rdzv, ctypes) where Debian's python3 finds it; it loads
+# the library above by its SONAME from the system's library path.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/gossip_rdzv
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+
 # Debian metadata. Copyright and changelog files go where Debian policy wants them.
 set(doc_dir ${CMAKE_INSTALL_DATADIR}/doc/gossip-rdzv)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright DESTINATION ${doc_dir})
@@ -95,6 +101,10 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Besides the libraries dpkg-shlibdeps finds: the Python package's interpreter (training
+# nodes have it anyway); torch stays optional (gossip_rdzv.torch).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch")
 # The package ships a shared library: a shlibs file for packages linking it, and an ldconfig
 # trigger that refreshes the loader's cache (CPack also writes postinst/postrm calls to
 # ldconfig, redundant and overridden in packaging/lintian-overrides).

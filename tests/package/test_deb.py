@@ -100,7 +100,7 @@ class DebTest(unittest.TestCase):
 
     def test_depends_by_package_name(self):
         control = self.check(["dpkg-deb", "-f", self.deb, "Depends"]).stdout
-        for package in ("libc6", "libstdc++6", "libzmq5", "libspdlog"):
+        for package in ("libc6", "libstdc++6", "libzmq5", "libspdlog", "python3"):
             self.assertIn(package, control)
 
     def test_bash_completion(self):
@@ -161,6 +161,16 @@ class DebTest(unittest.TestCase):
         self.assertIn("gossip-rdzv", out)
         sim = self.check([self.root / "usr/bin/gossip-rdzv-sim", "--help"]).stdout
         self.assertIn("Usage", sim)
+
+    def test_python_package_loads_the_packaged_library(self):
+        dist = self.root / "usr/lib/python3/dist-packages"
+        self.assertTrue((dist / "gossip_rdzv" / "__init__.py").exists())
+        env = {k: v for k, v in self.env.items() if k != "GOSSIP_RDZV_LIBRARY"}
+        env["PYTHONPATH"] = str(dist)
+        out = self.check([sys.executable, "-c",
+                          "import gossip_rdzv._lib as l; print(l.path); "
+                          "print(l.lib.gossip_rdzv_status_name(5).decode())"], env=env).stdout
+        self.assertEqual(out.split(), ["libgossip_rdzv.so.0", "join_timeout"])
 
     def test_lintian(self):
         if not shutil.which("lintian"):
