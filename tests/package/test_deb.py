@@ -18,8 +18,8 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from cluster import Cluster  # noqa: E402
-from testlib import REPO, free_ports, parse_env_file, temp_dir  # noqa: E402
+from cluster import Cluster, run_two_launchers  # noqa: E402
+from testlib import REPO, free_ports, temp_dir  # noqa: E402
 
 
 def cmake_tool(name: str) -> str:
@@ -121,21 +121,8 @@ class DebTest(unittest.TestCase):
                     *generator, f"-DCMAKE_PREFIX_PATH={self.root / 'usr'}",
                     "-DCMAKE_BUILD_TYPE=Release"])
         self.check([cmake_tool("cmake"), "--build", build, "-j2"])
-        ports = free_ports(2)
-        seed = f"127.0.0.1:{ports[0]}"
-        procs = [self.cluster.spawn(f"launcher{i}", [
-            str(build / "launcher"), "--seed", seed, "--nnodes", "2", "--listen-host", "127.0.0.1",
-            "--listen-port", str(port), "--run-id", "deb-test"], env=self.env)
-            for i, port in enumerate(ports)]
-        codes = self.cluster.wait(procs, timeout=60)
-        logs = "\n".join(f"--- {p.name}\n{p.stdout}\n{p.stderr}" for p in procs)
-        self.assertEqual(codes, [0, 0], logs)
-        ranks = []
-        for proc in procs:
-            path = self.tmp / f"{proc.name}.env"
-            path.write_text(proc.stdout)
-            ranks.append(parse_env_file(path)["RANK"])
-        self.assertEqual(sorted(ranks), ["0", "1"], logs)
+        envs = run_two_launchers(self, self.cluster, build / "launcher", "deb-test", env=self.env)
+        self.assertEqual(sorted(e["RANK"] for e in envs), ["0", "1"], envs)
         # The launcher loads the packaged library, not the build tree's.
         ldd = self.check(["ldd", build / "launcher"]).stdout
         self.assertIn(str(self.root), ldd)
