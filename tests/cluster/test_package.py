@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from cluster import Cluster, run_two_launchers  # noqa: E402
-from testlib import REPO, temp_dir  # noqa: E402
+from testlib import REPO, run_ok, temp_dir  # noqa: E402
 
 
 def cmake() -> str:
@@ -32,11 +32,7 @@ class PackageTest(unittest.TestCase):
         self.source_dir = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))
 
     def check(self, args, timeout=300) -> subprocess.CompletedProcess:
-        result = subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
-                                capture_output=True, text=True, timeout=timeout)
-        self.assertEqual(result.returncode, 0,
-                         f"{' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
-        return result
+        return run_ok(self, args, timeout=timeout)
 
     def test_install_and_build_launcher(self):
         prefix = self.tmp / "prefix"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from cluster import Cluster, run_two_launchers  # noqa: E402
-from testlib import REPO, free_ports, temp_dir  # noqa: E402
+from testlib import REPO, free_ports, run_ok, temp_dir  # noqa: E402
 
 
 def cmake_tool(name: str) -> str:
@@ -68,11 +68,7 @@ class DebTest(unittest.TestCase):
         self.env = dict(os.environ, LD_LIBRARY_PATH=":".join(libdirs))
 
     def check(self, args, env=None, timeout=300) -> subprocess.CompletedProcess:
-        result = subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL, env=env or self.env,
-                                capture_output=True, text=True, timeout=timeout)
-        self.assertEqual(result.returncode, 0,
-                         f"{' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
-        return result
+        return run_ok(self, args, env=env or self.env, timeout=timeout)
 
     def test_contents(self):
         usr = self.root / "usr"
