@@ -32,11 +32,18 @@ configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/gossip_rdzvConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gossip_rdzvConfig.cmake
   INSTALL_DESTINATION ${GOSSIP_RDZV_INSTALL_CMAKEDIR})
-# 0.x: a minor version may change the API, so only the same minor version is compatible.
+# The releases that may change the ABI (bump GOSSIP_RDZV_SOVERSION) are the ones this
+# rejects (docs/abi.md): in 0.x a minor release, from 1.0 on a major one. So a version
+# find_package() accepts has the SONAME the caller was built against.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(gossip_rdzv_compatibility SameMinorVersion)
+else()
+  set(gossip_rdzv_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(
   ${PROJECT_BINARY_DIR}/gossip_rdzvConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
-  COMPATIBILITY SameMinorVersion)
+  COMPATIBILITY ${gossip_rdzv_compatibility})
 
 install(FILES
   ${PROJECT_BINARY_DIR}/gossip_rdzvConfig.cmake

@@ -10,6 +10,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libgtest-dev libcli11-dev
   libgloo-dev python3-torch
   clang libclang-rt-14-dev
+  help2man lintian dpkg-dev fakeroot
   nftables iproute2
 )
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "gossip_rdzv/export.h"
 
 namespace gossip_rdzv {
 
@@ -19,7 +20,7 @@ using std::chrono::milliseconds;
 /// (probe 1 s, gossip 200 ms to 3 nodes); new information is also pushed at once, so these
 /// periods bound recovery from loss rather than the speed of a healthy rendezvous.
 /// validate() rejects a period that is not positive and a zero fan-out or probe_rounds.
-struct Timing {
+struct GOSSIP_RDZV_API Timing {
   milliseconds gossip_interval{200};  ///< periodic push of recent updates to `gossip_fanout` peers
   std::uint32_t gossip_fanout = 3;    ///< peers per gossip push (periodic and immediate)
   milliseconds min_push_gap{5};       ///< rate limit between two immediate pushes
@@ -87,7 +88,7 @@ struct Config {
 
 /// A rule of validate() that a config breaks, in parts, so that each front end can word it
 /// in its own terms: the command line names its flag and the text it was given.
-struct ConfigProblem {
+struct GOSSIP_RDZV_API ConfigProblem {
   std::string field;     ///< the Config field, e.g. "min_nodes" or "timing.probe_interval"
   std::string option;    ///< the gossip-rdzv flag that sets it, e.g. "--nnodes"; "" for none
   std::string value;     ///< the field's value as text
@@ -108,18 +109,18 @@ struct ConfigProblem {
 ///   timing          every period positive; gossip_fanout and probe_rounds at least 1
 ///   join_timeout    positive
 ///   master_port     0 (pick a free one) or not the listen_port (unless dedicated_seed)
-std::optional<ConfigProblem> find_problem(const Config& config);
+GOSSIP_RDZV_API std::optional<ConfigProblem> find_problem(const Config& config);
 
 /// What is allowed but worth saying before the node starts, one sentence each: today
 /// `--nnodes MIN:MAX` with 2*MIN <= MAX (a partition can leave two groups of MIN; only the one
 /// holding a majority of the seed list agrees). Node::start() logs each as a warning.
-std::vector<std::string> config_warnings(const Config& config);
+GOSSIP_RDZV_API std::vector<std::string> config_warnings(const Config& config);
 
 /// The run id rule alone, for a caller that needs no other field (a members query).
-std::optional<ConfigProblem> find_run_id_problem(const std::string& run_id);
+GOSSIP_RDZV_API std::optional<ConfigProblem> find_run_id_problem(const std::string& run_id);
 
 /// Throws Error (error.hpp) with ErrorCode::usage and find_problem()'s message() when
 /// `config` breaks a rule; returns when it breaks none.
-void validate(const Config& config);
+GOSSIP_RDZV_API void validate(const Config& config);
 
 }  // namespace gossip_rdzv

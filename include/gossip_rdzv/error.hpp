@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include "gossip_rdzv/export.h"
 
 namespace gossip_rdzv {
 
@@ -59,15 +60,15 @@ constexpr int store_status(StoreErrorCode code) {
 
 /// Stable short name of a status: "join_timeout", "store_timeout", ...; "unknown" for a
 /// number that names none. Logs, JSON, gossip_rdzv_status_name() and Python read this table.
-std::string_view status_name(int status);
+GOSSIP_RDZV_API std::string_view status_name(int status);
 
 /// Stable short name of a code ("join_timeout"), used in logs and JSON: status_name(code).
-std::string_view to_string(ErrorCode code);
+GOSSIP_RDZV_API std::string_view to_string(ErrorCode code);
 
 /// The base of every exception the C++ API throws: Error (setup and rendezvous) and
 /// StoreError (store operations). `what()` names the cause and the fix in one or two
 /// sentences a user can act on; status() is the number C and Python see for it.
-class Failure : public std::runtime_error {
+class GOSSIP_RDZV_API Failure : public std::runtime_error {
  public:
   int status() const { return status_; }
   std::string_view status_name() const { return gossip_rdzv::status_name(status_); }
@@ -80,7 +81,7 @@ class Failure : public std::runtime_error {
 };
 
 /// The exception the C++ API throws for setup and rendezvous failures.
-class Error : public Failure {
+class GOSSIP_RDZV_API Error : public Failure {
  public:
   Error(ErrorCode code, const std::string& message) : Failure(static_cast<int>(code), message) {}
   ErrorCode code() const { return static_cast<ErrorCode>(status()); }

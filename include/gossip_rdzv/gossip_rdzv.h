@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gossip_rdzv/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,20 +61,20 @@ typedef struct gossip_rdzv_assignment gossip_rdzv_assignment;
 typedef struct gossip_rdzv_store gossip_rdzv_store;
 
 /* The message of the last failing call on this thread ("" if none). */
-const char* gossip_rdzv_last_error(void);
+GOSSIP_RDZV_API const char* gossip_rdzv_last_error(void);
 /* Stable short name of a status ("store_timeout"); "unknown" for a number that names none;
  * never NULL. It reads the library's one table of names (gossip_rdzv::status_name), as the
  * Python package does through this function. */
-const char* gossip_rdzv_status_name(int status);
+GOSSIP_RDZV_API const char* gossip_rdzv_status_name(int status);
 /* Frees a buffer this API returned through void** or char**. NULL is fine. */
-void gossip_rdzv_free(void* buffer);
+GOSSIP_RDZV_API void gossip_rdzv_free(void* buffer);
 
 /* ---- configuration ---------------------------------------------------------------- */
 
 /* A config with the documented defaults (include/gossip_rdzv/config.hpp). NULL only when out
  * of memory. */
-gossip_rdzv_config* gossip_rdzv_config_new(void);
-void gossip_rdzv_config_free(gossip_rdzv_config* config);
+GOSSIP_RDZV_API gossip_rdzv_config* gossip_rdzv_config_new(void);
+GOSSIP_RDZV_API void gossip_rdzv_config_free(gossip_rdzv_config* config);
 /* Sets one field from text, as the command line spells it:
  *   run_id          job42
  *   seeds           "node0:29400,node1:29400"      (comma-separated)
@@ -88,51 +90,55 @@ void gossip_rdzv_config_free(gossip_rdzv_config* config);
  *   hostname        trainer-07
  * Returns GOSSIP_RDZV_E_USAGE naming the field for an unknown name or a bad value. Checks
  * that involve several fields happen in gossip_rdzv_node_new. */
-int gossip_rdzv_config_set(gossip_rdzv_config* config, const char* name, const char* value);
+GOSSIP_RDZV_API int gossip_rdzv_config_set(gossip_rdzv_config* config, const char* name,
+                                           const char* value);
 
 /* ---- node ------------------------------------------------------------------------- */
 
 /* Checks the config (E_USAGE naming the bad field); `config` may be freed afterwards. */
-int gossip_rdzv_node_new(const gossip_rdzv_config* config, gossip_rdzv_node** out);
+GOSSIP_RDZV_API int gossip_rdzv_node_new(const gossip_rdzv_config* config, gossip_rdzv_node** out);
 /* Binds and starts joining in a background thread. E_LISTEN_FAILED, E_SEED_UNRESOLVED. */
-int gossip_rdzv_node_start(gossip_rdzv_node* node);
+GOSSIP_RDZV_API int gossip_rdzv_node_start(gossip_rdzv_node* node);
 /* Blocks until this node's assignment is committed (at most the join timeout).
  * E_SEED_UNREACHABLE, E_JOIN_TIMEOUT, E_RUN_ID_MISMATCH, E_VERSION_MISMATCH, E_RANK_CONFLICT,
  * E_NOT_ADMITTED. Free *out with gossip_rdzv_assignment_free. */
-int gossip_rdzv_node_wait(gossip_rdzv_node* node, gossip_rdzv_assignment** out);
+GOSSIP_RDZV_API int gossip_rdzv_node_wait(gossip_rdzv_node* node, gossip_rdzv_assignment** out);
 /* "host:port" peers (and store clients) use for this node; "" before start. */
-const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node);
+GOSSIP_RDZV_API const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node);
 /* After commit: keep answering peers until every member knows the outcome (bounded). */
-void gossip_rdzv_node_finish(gossip_rdzv_node* node);
+GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
 /* Stops the background thread and closes sockets; the store this node served is gone. */
-void gossip_rdzv_node_stop(gossip_rdzv_node* node);
+GOSSIP_RDZV_API void gossip_rdzv_node_stop(gossip_rdzv_node* node);
 /* Stops if needed and frees. NULL is fine. */
-void gossip_rdzv_node_free(gossip_rdzv_node* node);
+GOSSIP_RDZV_API void gossip_rdzv_node_free(gossip_rdzv_node* node);
 
 /* ---- assignment (read-only) ------------------------------------------------------- */
 
-const char* gossip_rdzv_assignment_run_id(const gossip_rdzv_assignment* a);
-uint32_t gossip_rdzv_assignment_round(const gossip_rdzv_assignment* a);
-uint32_t gossip_rdzv_assignment_world_size(const gossip_rdzv_assignment* a);
-const char* gossip_rdzv_assignment_master_addr(const gossip_rdzv_assignment* a);
-uint16_t gossip_rdzv_assignment_master_port(const gossip_rdzv_assignment* a);
-uint32_t gossip_rdzv_assignment_nnodes(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API const char* gossip_rdzv_assignment_run_id(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_round(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_world_size(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API const char* gossip_rdzv_assignment_master_addr(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API uint16_t gossip_rdzv_assignment_master_port(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_nnodes(const gossip_rdzv_assignment* a);
 /* The node rank of the node that computed this assignment. */
-uint32_t gossip_rdzv_assignment_my_node_rank(const gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_my_node_rank(const gossip_rdzv_assignment* a);
 /* Fields of node `node_rank` (< nnodes; otherwise 0 or ""). */
-uint32_t gossip_rdzv_assignment_node_rank_offset(const gossip_rdzv_assignment* a,
-                                                 uint32_t node_rank);
-uint32_t gossip_rdzv_assignment_node_nproc(const gossip_rdzv_assignment* a, uint32_t node_rank);
-const char* gossip_rdzv_assignment_node_host(const gossip_rdzv_assignment* a, uint32_t node_rank);
-const char* gossip_rdzv_assignment_node_endpoint(const gossip_rdzv_assignment* a,
-                                                 uint32_t node_rank);
-const char* gossip_rdzv_assignment_node_hostname(const gossip_rdzv_assignment* a,
-                                                 uint32_t node_rank);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_node_rank_offset(const gossip_rdzv_assignment* a,
+                                                                 uint32_t node_rank);
+GOSSIP_RDZV_API uint32_t gossip_rdzv_assignment_node_nproc(const gossip_rdzv_assignment* a,
+                                                           uint32_t node_rank);
+GOSSIP_RDZV_API const char* gossip_rdzv_assignment_node_host(const gossip_rdzv_assignment* a,
+                                                             uint32_t node_rank);
+GOSSIP_RDZV_API const char* gossip_rdzv_assignment_node_endpoint(const gossip_rdzv_assignment* a,
+                                                                 uint32_t node_rank);
+GOSSIP_RDZV_API const char* gossip_rdzv_assignment_node_hostname(const gossip_rdzv_assignment* a,
+                                                                 uint32_t node_rank);
 /* The torchrun variables of local process `local_rank` of this node, as "KEY=VALUE\n"
  * lines (docs/env-vars.md), into *out (free with gossip_rdzv_free). E_USAGE when
  * local_rank >= this node's nproc. */
-int gossip_rdzv_assignment_env(const gossip_rdzv_assignment* a, uint32_t local_rank, char** out);
-void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
+GOSSIP_RDZV_API int gossip_rdzv_assignment_env(const gossip_rdzv_assignment* a, uint32_t local_rank,
+                                               char** out);
+GOSSIP_RDZV_API void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
 
 /* ---- store (docs/store.md) ----------------------------------------------------------
  * Timeouts are in milliseconds: 0 waits for ever, a negative value means the store's
@@ -141,46 +147,48 @@ void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
  * by the membership, or once this client's agent stops answering its checks (every 5 s). */
 
 /* A client of the agent at `agent` ("host:port"); `run_id` may be NULL or "" (any run). */
-int gossip_rdzv_store_new(const char* agent, const char* run_id, int64_t timeout_ms,
-                          gossip_rdzv_store** out);
+GOSSIP_RDZV_API int gossip_rdzv_store_new(const char* agent, const char* run_id, int64_t timeout_ms,
+                                          gossip_rdzv_store** out);
 /* From GOSSIP_RDZV_STORE (and TORCHELASTIC_RUN_ID, GOSSIP_RDZV_STORE_TIMEOUT), as a worker of
  * `gossip-rdzv join -- CMD` has them. E_USAGE naming a missing variable. */
-int gossip_rdzv_store_from_env(gossip_rdzv_store** out);
+GOSSIP_RDZV_API int gossip_rdzv_store_from_env(gossip_rdzv_store** out);
 /* The store served by `node`, which must have committed (after gossip_rdzv_node_wait). */
-int gossip_rdzv_store_from_node(gossip_rdzv_node* node, int64_t timeout_ms,
-                                gossip_rdzv_store** out);
-void gossip_rdzv_store_free(gossip_rdzv_store* store);
+GOSSIP_RDZV_API int gossip_rdzv_store_from_node(gossip_rdzv_node* node, int64_t timeout_ms,
+                                                gossip_rdzv_store** out);
+GOSSIP_RDZV_API void gossip_rdzv_store_free(gossip_rdzv_store* store);
 
-int gossip_rdzv_store_set(gossip_rdzv_store* store, const char* key, const void* value,
-                          size_t length);
+GOSSIP_RDZV_API int gossip_rdzv_store_set(gossip_rdzv_store* store, const char* key,
+                                          const void* value, size_t length);
 /* Waits until `key` is set; *value (free with gossip_rdzv_free; never NULL on success, even
  * for an empty value) and *length receive it. E_STORE_TIMEOUT names the key and its home. */
-int gossip_rdzv_store_get(gossip_rdzv_store* store, const char* key, int64_t timeout_ms,
-                          void** value, size_t* length);
+GOSSIP_RDZV_API int gossip_rdzv_store_get(gossip_rdzv_store* store, const char* key,
+                                          int64_t timeout_ms, void** value, size_t* length);
 /* Adds `amount` to the decimal counter at `key` (missing: 0); *result gets the new value. */
-int gossip_rdzv_store_add(gossip_rdzv_store* store, const char* key, int64_t amount,
-                          int64_t* result);
+GOSSIP_RDZV_API int gossip_rdzv_store_add(gossip_rdzv_store* store, const char* key, int64_t amount,
+                                          int64_t* result);
 /* *all_set = 1 when every key exists, else 0; does not wait. */
-int gossip_rdzv_store_check(gossip_rdzv_store* store, const char* const* keys, size_t count,
-                            int* all_set);
+GOSSIP_RDZV_API int gossip_rdzv_store_check(gossip_rdzv_store* store, const char* const* keys,
+                                            size_t count, int* all_set);
 /* Waits until every key exists. */
-int gossip_rdzv_store_wait(gossip_rdzv_store* store, const char* const* keys, size_t count,
-                           int64_t timeout_ms);
+GOSSIP_RDZV_API int gossip_rdzv_store_wait(gossip_rdzv_store* store, const char* const* keys,
+                                           size_t count, int64_t timeout_ms);
 /* torch's compare_set; *current (free with gossip_rdzv_free) gets the value stored after. */
-int gossip_rdzv_store_compare_set(gossip_rdzv_store* store, const char* key, const void* expected,
-                                  size_t expected_length, const void* desired,
-                                  size_t desired_length, void** current, size_t* current_length);
+GOSSIP_RDZV_API int gossip_rdzv_store_compare_set(gossip_rdzv_store* store, const char* key,
+                                                  const void* expected, size_t expected_length,
+                                                  const void* desired, size_t desired_length,
+                                                  void** current, size_t* current_length);
 /* *deleted = 1 when the key existed. */
-int gossip_rdzv_store_delete_key(gossip_rdzv_store* store, const char* key, int* deleted);
-int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count);
-int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms);
+GOSSIP_RDZV_API int gossip_rdzv_store_delete_key(gossip_rdzv_store* store, const char* key,
+                                                 int* deleted);
+GOSSIP_RDZV_API int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count);
+GOSSIP_RDZV_API int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms);
 /* Every member's load since its agent started: *text (free with gossip_rdzv_free) gets one
  * line per member, sorted by member, of five fields separated by single spaces:
  *   MEMBER HOME_REQUESTS CLIENT_REQUESTS FORWARDED KEYS
  * (its "host:port"; requests it served as the home of their keys; requests its own clients
  * sent it; parts of those it forwarded to other homes; keys it holds). Reading them is not
  * counted. E_STORE_UNAVAILABLE names a member that does not answer. */
-int gossip_rdzv_store_member_stats(gossip_rdzv_store* store, char** text);
+GOSSIP_RDZV_API int gossip_rdzv_store_member_stats(gossip_rdzv_store* store, char** text);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include "gossip_rdzv/assignment.hpp"
 #include "gossip_rdzv/config.hpp"
 #include "gossip_rdzv/error.hpp"
+#include "gossip_rdzv/export.h"
 
 namespace gossip_rdzv {
 
@@ -32,7 +33,7 @@ struct MemberProgress {
   bool unreachable = false;                ///< messages to its advertised endpoint go unanswered
 };
 
-struct Progress {
+struct GOSSIP_RDZV_API Progress {
   bool joined = false;  ///< a seed or peer has answered
   bool committed = false;
   std::uint32_t min_nodes = 0, max_nodes = 0;
@@ -45,7 +46,7 @@ struct Progress {
   std::uint32_t alive() const;
 };
 
-class Node {
+class GOSSIP_RDZV_API Node {
  public:
   /// Checks the config with validate() (config.hpp). Throws Error(usage) naming the bad
   /// field, its gossip-rdzv flag and the accepted form.
@@ -102,7 +103,7 @@ class Node {
   /// The endpoint peers use for this node ("host:port"), known after start().
   std::string endpoint() const;
 
-  struct Impl;
+  struct GOSSIP_RDZV_LOCAL Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -111,7 +112,8 @@ class Node {
 /// Asks a running node or seed at `endpoint` for its membership table (the `members`
 /// command). Throws Error(seed_unreachable) when it does not answer within `timeout`,
 /// Error(run_id_mismatch) / Error(version_mismatch) when it refuses us.
-std::vector<MemberProgress> query_members(const std::string& endpoint, const std::string& run_id,
-                                          milliseconds timeout);
+GOSSIP_RDZV_API std::vector<MemberProgress> query_members(const std::string& endpoint,
+                                                          const std::string& run_id,
+                                                          milliseconds timeout);
 
 }  // namespace gossip_rdzv

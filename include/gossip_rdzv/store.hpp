@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gossip_rdzv/error.hpp"
+#include "gossip_rdzv/export.h"
 
 namespace gossip_rdzv {
 
@@ -33,7 +34,7 @@ class Node;
 /// member and the fix, e.g. "get('rank_3') timed out after 30 s: the key was not set in time
 /// (home 10.0.0.2:29400 (node rank 1, node1))".
 /// Its status() is store_status(code()) (include/gossip_rdzv/error.hpp).
-class StoreError : public Failure {
+class GOSSIP_RDZV_API StoreError : public Failure {
  public:
   StoreError(StoreErrorCode code, const std::string& message, std::string key = {},
              std::string home = {})
@@ -72,7 +73,7 @@ struct StoreMemberStats {
 
 /// A client of the store. Thread-safe: calls from several threads are serialised (one
 /// request in flight per Store, as torch's TCPStore client does).
-class Store {
+class GOSSIP_RDZV_API Store {
  public:
   using Bytes = std::vector<std::uint8_t>;
 
@@ -139,7 +140,7 @@ class Store {
   /// The agent this client talks to.
   const std::string& agent() const;
 
-  struct Impl;
+  struct GOSSIP_RDZV_LOCAL Impl;
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -5,7 +5,9 @@ needed beyond the project's own build. After the README's build:
 
     PYTHONPATH=python /usr/bin/python3 -c "import gossip_rdzv"
 
-finds build/libgossip_rdzv.so by itself (elsewhere: set GOSSIP_RDZV_LIBRARY).
+finds build/libgossip_rdzv.so by itself; installed (`pip install ./python`, the .deb) it finds
+libgossip_rdzv.so.0 next to itself or on the system's library path; GOSSIP_RDZV_LIBRARY
+overrides the search (_lib.py).
 
 In a worker started by `gossip-rdzv join ... -- python3 train.py`:
 

@@ -1,17 +1,20 @@
 """ctypes bindings of the C API (include/gossip_rdzv/gossip_rdzv.h) in libgossip_rdzv.so.
 
 The library is found, in this order, at:
-  1. $GOSSIP_RDZV_LIBRARY (a full path),
-  2. build/libgossip_rdzv.so of the source tree this package sits in (the
-     README's build),
-  3. wherever the dynamic loader finds libgossip_rdzv.so.0 (an installed copy; add its
-     directory to LD_LIBRARY_PATH if it is not a system one).
+  1. $GOSSIP_RDZV_LIBRARY (a full path): the override, and the only place tried when set;
+  2. next to this package: gossip_rdzv/libgossip_rdzv.so.0 (a copy shipped with it);
+  3. build/libgossip_rdzv.so of the source tree this package sits in (the README's build);
+  4. wherever the dynamic loader finds libgossip_rdzv.so.0: the system's library path, where
+     the .deb installs it (or LD_LIBRARY_PATH).
+`path` holds the one that was loaded.
 """
 
 import ctypes
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_SONAME = "libgossip_rdzv.so.0"
+_BESIDE = os.path.join(_HERE, _SONAME)
 _SOURCE_TREE_LIBRARY = os.path.join(_HERE, "..", "..", "build", "libgossip_rdzv.so")
 
 
@@ -19,7 +22,7 @@ def _candidates():
     explicit = os.environ.get("GOSSIP_RDZV_LIBRARY")
     if explicit:
         return [explicit]
-    return [os.path.normpath(_SOURCE_TREE_LIBRARY), "libgossip_rdzv.so.0", "libgossip_rdzv.so"]
+    return [_BESIDE, os.path.normpath(_SOURCE_TREE_LIBRARY), _SONAME]
 
 
 def _load():
@@ -29,15 +32,16 @@ def _load():
             tried.append(candidate + " (no such file)")
             continue
         try:
-            return ctypes.CDLL(candidate)
+            return candidate, ctypes.CDLL(candidate)
         except OSError as error:
             tried.append("%s (%s)" % (candidate, error))
     raise ImportError(
         "gossip_rdzv: cannot load libgossip_rdzv.so; tried: " + "; ".join(tried) +
-        ". Build it (see README.md) or set GOSSIP_RDZV_LIBRARY=/path/to/libgossip_rdzv.so")
+        ". Install the gossip-rdzv package (README.md, Install), build it, or set "
+        "GOSSIP_RDZV_LIBRARY=/path/to/libgossip_rdzv.so")
 
 
-lib = _load()
+path, lib = _load()
 
 _c = ctypes
 _p = ctypes.c_void_p

@@ -45,7 +45,12 @@ EnvVars build(const Assignment& a, std::optional<std::uint32_t> local_rank,
   vars.emplace_back("ROLE_WORLD_SIZE", num(a.world_size));
   vars.emplace_back("TORCHELASTIC_RUN_ID", a.run_id);
   vars.emplace_back("TORCHELASTIC_RESTART_COUNT", num(a.round));
-  if (ifname) vars.emplace_back("GLOO_SOCKET_IFNAME", *ifname);
+  if (ifname) {
+    vars.emplace_back("GLOO_SOCKET_IFNAME", *ifname);
+    // NCCL picks its socket interface by name prefix ("eth0" also takes "eth0.100"); a
+    // leading '=' asks for exactly this one (NCCL's documented syntax).
+    vars.emplace_back("NCCL_SOCKET_IFNAME", "=" + *ifname);
+  }
   return vars;
 }
 
@@ -60,7 +65,8 @@ bool is_shell_name(std::string_view name) {
 }
 
 bool needs_quotes(std::string_view value) {
-  constexpr std::string_view kSafePunctuation = "_./:@%+,-";
+  // '=' is safe after the name's: a shell, systemd and docker all split at the first one.
+  constexpr std::string_view kSafePunctuation = "_./:@%+,-=";
   for (const char c : value) {
     const bool safe = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                       kSafePunctuation.find(c) != std::string_view::npos;

@@ -15,8 +15,8 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from cluster import Cluster  # noqa: E402
-from testlib import REPO, free_ports, parse_env_file, temp_dir  # noqa: E402
+from cluster import Cluster, run_two_launchers  # noqa: E402
+from testlib import REPO, run_ok, temp_dir  # noqa: E402
 
 
 def cmake() -> str:
@@ -32,11 +32,7 @@ class PackageTest(unittest.TestCase):
         self.source_dir = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))
 
     def check(self, args, timeout=300) -> subprocess.CompletedProcess:
-        result = subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL,
-                                capture_output=True, text=True, timeout=timeout)
-        self.assertEqual(result.returncode, 0,
-                         f"{' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
-        return result
+        return run_ok(self, args, timeout=timeout)
 
     def test_install_and_build_launcher(self):
         prefix = self.tmp / "prefix"
@@ -60,20 +56,8 @@ class PackageTest(unittest.TestCase):
         launcher = launcher_build / "launcher"
         self.assertTrue(launcher.exists())
 
-        ports = free_ports(2)
-        seed = f"127.0.0.1:{ports[0]}"
-        procs = [self.cluster.spawn(f"launcher{i}", [
-            str(launcher), "--seed", seed, "--nnodes", "2", "--listen-host", "127.0.0.1",
-            "--listen-port", str(port), "--run-id", "package-test"])
-            for i, port in enumerate(ports)]
-        codes = self.cluster.wait(procs, timeout=60)
-        logs = "\n".join(f"--- {p.name}\n{p.stdout}\n{p.stderr}" for p in procs)
-        self.assertEqual(codes, [0, 0], logs)
-        envs = []
-        for proc in procs:
-            path = self.tmp / f"{proc.name}.env"
-            path.write_text(proc.stdout)
-            envs.append(parse_env_file(path))
+        envs = run_two_launchers(self, self.cluster, launcher, "package-test")
+        logs = repr(envs)
         for key in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
             self.assertEqual(len({e.get(key) for e in envs}), 1, f"launchers disagree on {key}\n{logs}")
         self.assertEqual(envs[0]["MASTER_ADDR"], "127.0.0.1")

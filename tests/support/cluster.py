@@ -161,6 +161,7 @@ def check_consistent(test, nodes: Sequence[Node], run_id: str = "cluster-test",
             if master_addr == "127.0.0.1":
                 # The advertised address is on loopback: its interface is known.
                 test.assertEqual(env.get("GLOO_SOCKET_IFNAME"), "lo", where)
+                test.assertEqual(env.get("NCCL_SOCKET_IFNAME"), "=lo", where)
             all_files.append((where, env))
         test.assertEqual(len({e["NODE_RANK"] for e in envs}), 1,
                          f"node{node.index}: local ranks disagree on NODE_RANK")
@@ -210,3 +211,24 @@ def check_consistent(test, nodes: Sequence[Node], run_id: str = "cluster-test",
         test.assertEqual(entry["rank_offset"], int(env["RANK"]))
         test.assertEqual(entry["nproc"], node.nproc)
     return m
+
+
+def run_two_launchers(test, cluster: Cluster, launcher: Path, run_id: str,
+                      env: Optional[dict] = None) -> List[Dict[str, str]]:
+    """Runs two examples/launcher processes on loopback, the first the seed; asserts both
+    exit 0 and returns the variables each printed (tests/package, tests/cluster)."""
+    ports = free_ports(2)
+    seed = f"127.0.0.1:{ports[0]}"
+    procs = [cluster.spawn(f"launcher{i}", [
+        str(launcher), "--seed", seed, "--nnodes", "2", "--listen-host", "127.0.0.1",
+        "--listen-port", str(port), "--run-id", run_id], env=env)
+        for i, port in enumerate(ports)]
+    codes = cluster.wait(procs, timeout=60)
+    logs = "\n".join(f"--- {p.name}\n{p.stdout}\n{p.stderr}" for p in procs)
+    test.assertEqual(codes, [0, 0], logs)
+    envs = []
+    for proc in procs:
+        path = cluster.workdir / f"{proc.name}.env"
+        path.write_text(proc.stdout)
+        envs.append(parse_env_file(path))
+    return envs

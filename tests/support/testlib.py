@@ -117,6 +117,17 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str = "condi
         time.sleep(interval)
 
 
+def run_ok(test: unittest.TestCase, args: Sequence, env: Optional[dict] = None,
+           timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `args` (any path-like items) to completion; `test` fails, showing its output,
+    unless it exits 0."""
+    result = subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL, env=env,
+                            capture_output=True, text=True, timeout=timeout)
+    test.assertEqual(result.returncode, 0,
+                     f"{' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
 def parse_env_file(path: Path) -> Dict[str, str]:
     """Reads KEY=VALUE or `export KEY=VALUE` lines; values may be shell-quoted."""
     result: Dict[str, str] = {}

@@ -56,6 +56,7 @@ TEST(Env, TorchEnvIsExactlyTheTorchrunSet) {
   EXPECT_EQ(torch_env(two_nodes(), 1), expected);
   EnvVars with_if = expected;
   with_if.emplace_back("GLOO_SOCKET_IFNAME", "eth0");
+  with_if.emplace_back("NCCL_SOCKET_IFNAME", "=eth0");
   EXPECT_EQ(torch_env(two_nodes(), 1, "eth0"), with_if);
 }
 
@@ -94,8 +95,9 @@ TEST(Env, NodeEnvLeavesOutPerProcessVariables) {
     EXPECT_NE(name, "LOCAL_RANK");
     EXPECT_NE(name, "ROLE_RANK");
   }
-  EXPECT_EQ(v.size(), 13u);
-  EXPECT_EQ(v.back(), (std::pair<std::string, std::string>{"GLOO_SOCKET_IFNAME", "ib0"}));
+  EXPECT_EQ(v.size(), 14u);
+  EXPECT_EQ(v[v.size() - 2], (std::pair<std::string, std::string>{"GLOO_SOCKET_IFNAME", "ib0"}));
+  EXPECT_EQ(v.back(), (std::pair<std::string, std::string>{"NCCL_SOCKET_IFNAME", "=ib0"}));
 }
 
 TEST(Env, NodeEnvWithOneProcessHasItsRanks) {
@@ -177,6 +179,8 @@ TEST(Env, NodeLevelFileWithOneProcessHasRankAndLocalRankZero) {
   EXPECT_NE(text.find("\nRANK=4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nLOCAL_RANK=0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nGLOO_SOCKET_IFNAME=lo\n"), std::string::npos) << text;
+  // Unquoted: a shell, systemd and docker --env-file all read the value "=lo" back.
+  EXPECT_NE(text.find("\nNCCL_SOCKET_IFNAME==lo\n"), std::string::npos) << text;
 }
 
 TEST(Env, NodeLevelFileWithManyProcessesHasNoRank) {

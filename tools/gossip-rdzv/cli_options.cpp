@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/messages.hpp"
+#include "slurm.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -272,7 +274,8 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--seed", raw.seeds,
                  "Required. Node(s) to join through: repeat the option or\n"
                  "separate with commas; may name this node itself, so every\n"
-                 "node can run the same command (PORT defaults to 29400)")
+                 "node can run the same command (PORT defaults to 29400);\n"
+                 "'slurm': the first hosts of the Slurm allocation")
       ->type_name("HOST:PORT")
       ->allow_extra_args(false);
   app.add_option("--nnodes", raw.nnodes,
@@ -479,7 +482,31 @@ void check(const std::optional<ConfigProblem>& problem, const RawOptions& raw) {
        problem->problem, problem->expected);
 }
 
-CliOptions build_join(const RawOptions& raw) {
+// --seed slurm (slurm.hpp): the allocation's first hosts at this node's --listen port, and
+// --nnodes / --node-rank from Slurm unless given.
+RawOptions with_slurm_job(const RawOptions& given) {
+  if (given.seeds != std::vector<std::string>{std::string(kSlurmSeed)}) return given;
+  RawOptions raw = given;
+  Config listen;
+  apply_listen(raw.listen.empty() ? ":29400" : raw.listen, listen);
+  if (listen.listen_port == 0) {
+    fail("--seed", "slurm", "the seeds are the first hosts at this --listen port, which is 0",
+         "--listen with a fixed port, the same on every node");
+  }
+  try {
+    const SlurmJob job =
+        slurm_job([](const char* name) { return std::getenv(name); }, listen.listen_port);
+    raw.seeds = job.seeds;
+    if (raw.nnodes.empty()) raw.nnodes = job.nnodes;
+    if (raw.node_rank.empty() && job.node_rank) raw.node_rank = *job.node_rank;
+  } catch (const std::invalid_argument& error) {
+    throw UsageError{error.what()};
+  }
+  return raw;
+}
+
+CliOptions build_join(const RawOptions& given) {
+  const RawOptions raw = with_slurm_job(given);
   CliOptions options;
   options.command = Command::join;
   Config& config = options.config;
