@@ -118,10 +118,17 @@ class ElasticTest(unittest.TestCase):
         os.environ["GR_CRASH_EVERY_ROUND"] = "1"
         nodes = self.cluster.start_nodes(
             2, extra=["--max-restarts", "1", "--", PYTHON, str(HERE / "elastic_worker.py")])
-        codes = self.cluster.wait_nodes(nodes[:1], timeout=TORCH_TIMEOUT)
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
         logs = self.cluster.logs(nodes)
-        self.assertEqual(codes, [1], logs)
-        self.assertIn("restarts exhausted (1 of 1 used)", logs)
+        # The node that hosts RANK 0 (node ranks follow the natural order of the endpoints,
+        # not the start order) ends with its worker's status after its one restart. The
+        # other is not told yet (docs/cli.md, "Elastic jobs": not yet done) and ends at its
+        # join timeout (exit 5).
+        rank0 = min(range(2), key=lambda i: nodes[i].port)
+        self.assertEqual(codes[rank0], 1, logs)
+        self.assertIn("local rank 0 (rank 0) on this node failed with exit status 1; "
+                      "restarts exhausted (1 of 1 used)", logs)
+        self.assertNotEqual(codes[1 - rank0], 0, logs)
 
 
 if __name__ == "__main__":
