@@ -338,18 +338,7 @@ bool Core::left() const {
 }
 
 bool Core::job_finished() const {
-  const CoreContext& ctx = impl_->ctx;
-  if (!ctx.left) return false;
-  const MemberList* members = ctx.agreement.committed_member_list();
-  if (members == nullptr) return true;
-  for (const MemberKey& key : *members) {
-    if (key.endpoint == ctx.config.self.endpoint) continue;
-    const Member* row = ctx.table.find(key.endpoint);
-    if (row != nullptr && row->ann->generation == key.generation &&
-        row->status != MemberStatus::dead)
-      return false;
-  }
-  return true;
+  return protocol::job_finished(impl_->ctx);
 }
 const CoreConfig& Core::config() const {
   return impl_->ctx.config;

@@ -8,6 +8,20 @@ bool left_on_purpose(const Member& row) {
   return row.status == MemberStatus::dead && row.incarnation == kLeftIncarnation;
 }
 
+bool job_finished(const CoreContext& ctx) {
+  if (!ctx.left) return false;
+  const MemberList* members = ctx.agreement.committed_member_list();
+  if (members == nullptr) return true;
+  for (const MemberKey& key : *members) {
+    if (key.endpoint == ctx.config.self.endpoint) continue;
+    const Member* row = ctx.table.find(key.endpoint);
+    if (row != nullptr && row->ann->generation == key.generation &&
+        row->status != MemberStatus::dead)
+      return false;
+  }
+  return true;
+}
+
 std::optional<RoundStarted> Rounds::due(const CoreContext& ctx, bool commit_reported) const {
   if (!ctx.config.elastic || ctx.left || !commit_reported) return std::nullopt;
   const std::uint32_t next = ctx.config.round + 1;

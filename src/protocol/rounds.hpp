@@ -27,6 +27,9 @@ class Rounds {
   bool requested_ = false;
 };
 
+/// We left (Core::leave), and every other member of the last committed round left or is dead.
+bool job_finished(const CoreContext& ctx);
+
 /// Whether `row` left on purpose (Core::leave), rather than crashed.
 bool left_on_purpose(const Member& row);
 

@@ -191,16 +191,9 @@ std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOpti
 // workers' parent death signal when the thread that started them ends (launcher.hpp).
 int run_workers(const Assignment& assignment, const CliOptions& options) {
   Launcher launcher;
-  int status = launcher.launch(worker_specs(assignment, options));
-  if (status != 0) {
-    std::fprintf(stderr, "gossip-rdzv: error: %s\n", launcher.exec_error().c_str());
-    return status;
-  }
-  status = launcher.wait();
-  if (auto signal = launcher.received_signal()) {
-    std::fprintf(stderr, "gossip-rdzv: forwarded %s to the workers; exit status %d\n",
-                 strsignal(*signal), status);
-  } else if (status != 0) {
+  const int status =
+      launch_and_wait(launcher, worker_specs(assignment, options), [] { return false; });
+  if (status != 0 && launcher.exec_error().empty() && !launcher.received_signal()) {
     std::fprintf(stderr, "gossip-rdzv: a worker failed with status %d; stopped the others\n",
                  status);
   }

@@ -23,18 +23,11 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
   std::uint32_t restarts_used = 0;
   while (true) {
     Launcher launcher;
-    int status = launcher.launch(hooks.workers(assignment));
-    if (status != 0) {
-      // The command cannot be run here: restarting would fail the same way.
-      std::fprintf(stderr, "gossip-rdzv: error: %s\n", launcher.exec_error().c_str());
-      return status;
-    }
-    status = launcher.wait([&] { return node.round_over(assignment); });
-    if (auto signal = launcher.received_signal()) {
-      std::fprintf(stderr, "gossip-rdzv: forwarded %s to the workers; exit status %d\n",
-                   strsignal(*signal), status);
-      return status;
-    }
+    const int status = launch_and_wait(launcher, hooks.workers(assignment),
+                                       [&] { return node.round_over(assignment); });
+    // A command that cannot be run here would fail the same way again; an interrupt ends
+    // the job.
+    if (!launcher.exec_error().empty() || launcher.received_signal()) return status;
     // Our workers failing after the job moved on (their peers went away) is no failure of
     // ours: it uses no restart.
     if (launcher.stopped_early() || (status != 0 && node.round_over(assignment))) {
@@ -47,10 +40,10 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
       node.wait_job_finished(options.config.join_timeout);
       return 0;
     } else {
-      const std::string failure =
-          "local rank " + std::to_string(launcher.first_failed().value_or(0)) + " (rank " +
-          std::to_string(assignment.me().rank_offset + launcher.first_failed().value_or(0)) +
-          ") on this node failed with " + status_text(status);
+      const std::size_t local_rank = launcher.first_failed().value_or(0);
+      const std::string failure = "local rank " + std::to_string(local_rank) + " (rank " +
+                                  std::to_string(assignment.me().rank_offset + local_rank) +
+                                  ") on this node failed with " + status_text(status);
       if (restarts_used >= options.max_restarts) {
         std::fprintf(stderr, "gossip-rdzv: %s; restarts exhausted (%u of %u used)\n",
                      failure.c_str(), restarts_used, options.max_restarts);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -185,6 +186,21 @@ int read_exec_error(int fd) {
 }
 
 }  // namespace
+
+int launch_and_wait(Launcher& launcher, const std::vector<WorkerSpec>& workers,
+                    const std::function<bool()>& stop_early) {
+  int status = launcher.launch(workers);
+  if (status != 0) {
+    std::fprintf(stderr, "gossip-rdzv: error: %s\n", launcher.exec_error().c_str());
+    return status;
+  }
+  status = launcher.wait(stop_early);
+  if (auto signal = launcher.received_signal()) {
+    std::fprintf(stderr, "gossip-rdzv: forwarded %s to the workers; exit status %d\n",
+                 strsignal(*signal), status);
+  }
+  return status;
+}
 
 int shell_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);

@@ -114,6 +114,13 @@ class Launcher {
   int watchdog_fd_ = -1;  ///< our end of the watchdog's socket; close-on-exec
 };
 
+/// Launches `workers` with `launcher` (a fresh one) and waits for them with
+/// Launcher::wait(stop_early), saying on stderr what no restart can help: a command that
+/// cannot be started (its status 126/127 is returned) and a SIGINT/SIGTERM forwarded to the
+/// workers (launcher.received_signal() is set). Returns the workers' status.
+int launch_and_wait(Launcher& launcher, const std::vector<WorkerSpec>& workers,
+                    const std::function<bool()>& stop_early);
+
 /// The status a shell would report for a waitpid() status: exit code, or 128+signal.
 int shell_status(int wait_status);
 
