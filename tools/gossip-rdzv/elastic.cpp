@@ -37,7 +37,11 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
-      node.wait_job_finished(options.config.join_timeout);
+      if (!node.wait_job_finished(options.config.join_timeout)) {
+        say(options,
+            "the other nodes' workers did not finish within --join-timeout; this "
+            "node's finished, so it exits 0 (see the other nodes' output for theirs)");
+      }
       return 0;
     } else {
       const std::size_t local_rank = launcher.first_failed().value_or(0);
@@ -45,7 +49,9 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
                                   std::to_string(assignment.me().rank_offset + local_rank) +
                                   ") on this node failed with " + status_text(status);
       if (restarts_used >= options.max_restarts) {
-        std::fprintf(stderr, "gossip-rdzv: %s; restarts exhausted (%u of %u used)\n",
+        std::fprintf(stderr,
+                     "gossip-rdzv: %s; restarts exhausted (%u of %u used): the worker's "
+                     "output above says why; allow more with --max-restarts\n",
                      failure.c_str(), restarts_used, options.max_restarts);
         return status;
       }
