@@ -37,6 +37,7 @@ enum class ErrorCode : int {
   not_admitted = 9,      ///< the round closed (MAX reached) without this node
   io_error = 10,         ///< writing an env or membership file failed
   seed_unresolved = 11,  ///< the seed's host name does not resolve
+  job_over = 12,         ///< an elastic job of this run id ended: it finished or failed
   internal = 70,         ///< a bug: please report it
 };
 

@@ -46,6 +46,17 @@ struct GOSSIP_RDZV_API Progress {
   std::uint32_t alive() const;
 };
 
+/// An elastic job that another node failed: its workers failed with no restart left there
+/// (Node::report_job_failed on that node). Every node stops its workers and ends with
+/// `status`.
+struct JobFailure {
+  std::string node;        ///< the failing node's endpoint "host:port"
+  std::string hostname;    ///< its host name, for people
+  std::uint32_t rank = 0;  ///< the global rank of the worker that failed first there
+  int status = 0;          ///< its exit status, or 128+N for signal N
+  std::string message;     ///< one line naming all of the above and the fix
+};
+
 class GOSSIP_RDZV_API Node {
  public:
   /// Checks the config with validate() (config.hpp). Throws Error(usage) naming the bad
@@ -64,7 +75,7 @@ class GOSSIP_RDZV_API Node {
   /// Blocks until this node's assignment is committed, at most `config.join_timeout`.
   /// Throws Error with: seed_unreachable (no seed ever answered), join_timeout (names who
   /// joined and who is missing), run_id_mismatch / version_mismatch, rank_conflict,
-  /// not_admitted.
+  /// not_admitted, job_over (an elastic job of this run id already finished or failed).
   Assignment wait();
 
   /// The assignment if already committed.
@@ -74,12 +85,14 @@ class GOSSIP_RDZV_API Node {
 
   // ---- elastic jobs (Config::elastic) ------------------------------------------------------
   /// Whether the job moved past `current`'s round (a member died or restarted, a node
-  /// arrived, a node's workers failed): this node's workers of that round must stop.
+  /// arrived, a node's workers failed) or another node failed the job (job_failure()):
+  /// this node's workers of that round must stop.
   bool round_over(const Assignment& current) const;
   /// Why the latest round began, for people (unset: still in the first round).
   std::optional<std::string> round_change() const;
   /// Blocks until the assignment of a round after `previous` is committed, at most
-  /// `config.join_timeout`; throws as wait() does.
+  /// `config.join_timeout`; throws as wait() does, and Error(job_over) when another node
+  /// failed the job.
   Assignment wait_next(const Assignment& previous);
   /// This node's workers failed: the nodes agree on the next round (returns false, doing
   /// nothing, when the job is not elastic or this node has no committed round yet).
@@ -87,8 +100,16 @@ class GOSSIP_RDZV_API Node {
   /// This node's workers finished: it leaves the job and starts no more rounds; the others
   /// do not mistake its exit for a crash.
   void report_workers_finished();
-  /// After report_workers_finished(): blocks until every other member of the last round
-  /// left too or is dead (then this node may exit), at most `timeout`; returns whether so.
+  /// This node's workers failed with no restart left (`rank`: the first failing worker's
+  /// global rank; `status`: its exit status, 128+N for signal N): the job ends for every
+  /// node, each learning it as job_failure(). Starts no more rounds; call
+  /// wait_job_finished() to let the news spread before stopping.
+  void report_job_failed(std::uint32_t rank, int status);
+  /// Set once another node failed the job (report_job_failed there).
+  std::optional<JobFailure> job_failure() const;
+  /// After report_workers_finished() or report_job_failed(): blocks until every other member of the
+  /// last round left too or is dead (then this node may exit), at most `timeout`; returns whether
+  /// so.
   bool wait_job_finished(milliseconds timeout);
 
   /// After commit: keep answering peers until every member knows the outcome, at most

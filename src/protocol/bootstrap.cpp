@@ -106,6 +106,9 @@ void Bootstrap::answer_join(CoreContext& ctx, Time now, const Envelope& env, con
     reply.sample.push_back(ctx.table.record(*ctx.table.find(peer)));
   }
   if (!config.seed_only) reply.sample.push_back(ctx.self_record());
+  // The job ended (a member failed it, or all finished): the joiner learns it now.
+  if (ctx.job_end && ctx.job_end->ann.endpoint != ctx.config.self.endpoint)
+    reply.sample.push_back(*ctx.job_end);
   ctx.send(env.sender, std::move(reply));
   if (config.seed_only) {
     introduce(ctx, join.self);

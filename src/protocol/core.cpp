@@ -44,6 +44,33 @@ struct Core::Impl {
       link.check_peer(ctx, rumour.ann);
       const auto change = ctx.table.merge(rumour, now, now + ctx.suspicion_timeout(), via);
       detector.note_member_change(ctx, change, rumour);
+      if (change != MemberChange::none) note_if_final(rumour);
+    }
+  }
+  /// A member left the job for good (merged, so it is the newest news of it): a joiner
+  /// hears of it from us, and the job may be over for us too (Rounds::note_final).
+  void note_if_final(const MemberRecord& record) {
+    if (record.status != MemberStatus::dead || !is_final_incarnation(record.incarnation)) return;
+    ctx.note_final(record);
+    if (auto ended = rounds.note_final(ctx, record)) ctx.events.push_back(std::move(*ended));
+  }
+  /// Leaves the job at `incarnation` (kLeftIncarnation or an aborted one): our row says so
+  /// from now on and gossip spreads it.
+  void leave_at(Time now, std::uint64_t incarnation) {
+    if (ctx.left || ctx.config.seed_only) return;
+    ctx.left = true;
+    ctx.left_incarnation = incarnation;
+    ctx.table.set_self(ctx.self_record());
+    ctx.note_final(ctx.self_record());
+    ctx.table.enqueue(ctx.config.self.endpoint, ctx.retransmits());
+    dissemination.push(ctx, ctx.config.timing.gossip_fanout);
+    dissemination.note_pushed(now);
+    // The seeds are where a node that starts later asks first: they keep the news for it
+    // (a dedicated seed is no member, so gossip alone might never reach it).
+    for (const auto& seed : ctx.config.seeds) {
+      Gossip news;
+      news.updates.push_back(ctx.self_record());
+      ctx.send(seed, std::move(news));
     }
   }
   void learn_views(const Envelope& env, const std::vector<ViewClaim>& claims, Time now) {
@@ -86,6 +113,7 @@ struct Core::Impl {
 
   void step_agreement(Time now) {
     if (link.step(ctx, now, bootstrap.joined())) outcome.after_step(ctx, now, dissemination);
+    if (outcome.commit_reported()) rounds.note_commit();
   }
 
   /// Joined and not a quiet seed: probes and gossip run.
@@ -130,6 +158,14 @@ struct Core::Impl {
     if (ctx.config.seed_only) {
       follow_later_round(env, gossip.views, now);
       link.answer_as_witness(ctx, env.sender, gossip.views);
+    }
+    if (ctx.config.seed_only) {
+      // A member's final death is kept for joiners (note_if_final): a node that starts
+      // after the job ended hears so from the seed instead of waiting for its timeout.
+      for (const auto& record : gossip.updates) {
+        if (record.status == MemberStatus::dead && is_final_incarnation(record.incarnation))
+          learn({record}, env.sender, now);
+      }
     }
     if (ctx.config.seed_only && ctx.is_seed(env.sender)) {
       // Joiners another dedicated seed took in: introduce the ones new to us.
@@ -323,14 +359,12 @@ bool Core::request_next_round(Time now) {
 }
 
 void Core::leave(Time now) {
-  Impl& s = *impl_;
-  CoreContext& ctx = s.ctx;
-  if (ctx.left || ctx.config.seed_only) return;
-  ctx.left = true;
-  ctx.table.set_self(ctx.self_record());
-  ctx.table.enqueue(ctx.config.self.endpoint, ctx.retransmits());
-  s.dissemination.push(ctx, ctx.config.timing.gossip_fanout);
-  s.dissemination.note_pushed(now);
+  impl_->leave_at(now, kLeftIncarnation);
+}
+
+void Core::abort(Time now, std::uint32_t rank, int status) {
+  const auto code = static_cast<std::uint64_t>(std::clamp(status, 0, 255));
+  impl_->leave_at(now, kAbortedBase | code << 32 | rank);
 }
 
 bool Core::left() const {

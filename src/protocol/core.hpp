@@ -120,6 +120,17 @@ struct RoundStarted {
   RoundReason reason{};
   std::string peer;
 };
+/// The job ended for this node although its workers did not finish: `peer` (hostname
+/// `hostname`) failed it (`failed`: its workers failed with no restart left; `rank` and
+/// `status` say which worker and how), or, for a node that never committed a round, `peer`
+/// left after its workers finished: the job is over before this node could join it.
+struct JobEnded {
+  bool failed = false;
+  std::string peer;
+  std::string hostname;
+  std::uint32_t rank = 0;
+  int status = 0;
+};
 /// The round cannot succeed for a reason the user must fix (e.g. rank hint conflict).
 struct Fatal {
   ErrorCode code{};
@@ -127,7 +138,7 @@ struct Fatal {
 };
 using Event =
     std::variant<JoinedCluster, MemberUp, MemberSuspected, MemberDead, Committed, NotAdmitted,
-                 PeerRefused, Fatal, UnreachableReported, PeerUnreachable, RoundStarted>;
+                 PeerRefused, Fatal, UnreachableReported, PeerUnreachable, RoundStarted, JobEnded>;
 
 /// What the core knows, for progress lines and timeout reports.
 struct MemberView {
@@ -196,6 +207,10 @@ class Core {
   /// This node's workers finished: leave the job for good (a death at kLeftIncarnation,
   /// spread by gossip), start no more rounds, keep answering until the caller stops.
   void leave(Time now);
+  /// This node's workers failed with no restart left: end the job for every member (a
+  /// death at a final incarnation carrying `rank` and `status` 0-255, spread by gossip; each
+  /// member that learns it gets JobEnded{failed}). Like leave(), it starts no more rounds.
+  void abort(Time now, std::uint32_t rank, int status);
   bool left() const;
   /// Left, and every other member of the last committed round left or is dead.
   bool job_finished() const;

@@ -53,8 +53,15 @@ void CoreContext::reply(const std::string& to, Body body) {
 }
 
 MemberRecord CoreContext::self_record() const {
-  if (left) return MemberRecord{config.self, kLeftIncarnation, MemberStatus::dead};
+  if (left) return MemberRecord{config.self, left_incarnation, MemberStatus::dead};
   return MemberRecord{config.self, incarnation, MemberStatus::alive};
+}
+
+void CoreContext::note_final(const MemberRecord& record) {
+  if (!job_end ||
+      (job_end->incarnation == kLeftIncarnation && record.incarnation != kLeftIncarnation)) {
+    job_end = record;
+  }
 }
 
 std::uint32_t CoreContext::retransmits() const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,14 @@ struct CoreContext {
 
   /// Left the job (Core::leave): our row says so, and it never changes again.
   bool left = false;
+  /// The incarnation our row is dead at once we left: kLeftIncarnation, or an aborted one.
+  std::uint64_t left_incarnation = kLeftIncarnation;
+  /// The first final record we learned or made (an aborted one wins over a leave): a joiner
+  /// gets it with our JoinReply, so a node that starts after the job ended is told so.
+  std::optional<MemberRecord> job_end;
+
+  /// Notes `record`'s final death for job_end.
+  void note_final(const MemberRecord& record);
 
   /// Moves to `round`: a new agreement over the same table and quorum base.
   void start_round(std::uint32_t round);

@@ -38,8 +38,8 @@ void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
 
 void FailureDetector::refute(CoreContext& ctx, const MemberRecord& rumour) {
   if (rumour.ann.generation != ctx.config.self.generation) return;  // an older process of ours
-  // Having left we stay gone; nothing refutes a leave (kLeftIncarnation is the highest).
-  if (ctx.left || rumour.incarnation == kLeftIncarnation) return;
+  // Having left we stay gone; nothing refutes a leave (final incarnations are the highest).
+  if (ctx.left || is_final_incarnation(rumour.incarnation)) return;
   if (rumour.status == MemberStatus::alive || rumour.incarnation < ctx.incarnation) return;
   ctx.incarnation = rumour.incarnation + 1;
   ctx.table.set_self(ctx.self_record());

@@ -37,6 +37,14 @@ enum class MemberStatus : std::uint8_t { alive = 0, suspect = 1, dead = 2 };
 /// at this incarnation, which no rumour can override and nobody can refute. Elastic rounds
 /// tell it from a crash by it: a member that left ends no round.
 inline constexpr std::uint64_t kLeftIncarnation = UINT64_MAX;
+/// A member whose workers failed with no restart left ends the job for everyone
+/// (Core::abort): it declares itself dead at kAbortedBase | exit status << 32 | the failing
+/// worker's rank (status 0-255), as final as a leave and below kLeftIncarnation.
+inline constexpr std::uint64_t kAbortedBase = 0xFFFF'0000'0000'0000;
+/// Dead at or above kAbortedBase: the member left the job for good (finished or failed).
+inline constexpr bool is_final_incarnation(std::uint64_t incarnation) {
+  return incarnation >= kAbortedBase;
+}
 
 /// One row of the membership table as it travels. Newer = (generation, incarnation, status)
 /// larger, with dead > suspect > alive at equal incarnation (SWIM's override order).

@@ -135,6 +135,7 @@ bool OutcomeServer::answer_outsider_join(CoreContext& ctx, const Envelope& env) 
   // its join timeout among members that leave. Unanswered, it asks again.
   Gossip outcome;
   outcome.views = ctx.views(env);
+  if (ctx.job_end) outcome.updates.push_back(*ctx.job_end);  // the job is over, too
   ctx.send(env.sender, std::move(outcome));
   return true;
 }

@@ -5,7 +5,23 @@
 namespace gossip_rdzv::protocol {
 
 bool left_on_purpose(const Member& row) {
-  return row.status == MemberStatus::dead && row.incarnation == kLeftIncarnation;
+  return row.status == MemberStatus::dead && is_final_incarnation(row.incarnation);
+}
+
+std::optional<JobEnded> Rounds::note_final(const CoreContext& ctx, const MemberRecord& record) {
+  if (ended_ || ctx.left || ctx.config.seed_only) return std::nullopt;
+  const bool failed = record.incarnation != kLeftIncarnation;
+  if (!failed && committed_once_) return std::nullopt;
+  ended_ = true;
+  JobEnded event;
+  event.failed = failed;
+  event.peer = record.ann.endpoint;
+  event.hostname = record.ann.hostname;
+  if (failed) {
+    event.rank = static_cast<std::uint32_t>(record.incarnation & 0xFFFF'FFFFu);
+    event.status = static_cast<int>((record.incarnation >> 32) & 0xFFFFu);
+  }
+  return event;
 }
 
 bool job_finished(const CoreContext& ctx) {
@@ -23,7 +39,7 @@ bool job_finished(const CoreContext& ctx) {
 }
 
 std::optional<RoundStarted> Rounds::due(const CoreContext& ctx, bool commit_reported) const {
-  if (!ctx.config.elastic || ctx.left || !commit_reported) return std::nullopt;
+  if (!ctx.config.elastic || ctx.left || ended_ || !commit_reported) return std::nullopt;
   const std::uint32_t next = ctx.config.round + 1;
   if (requested_) return RoundStarted{next, RoundReason::workers_failed, {}};
   const MemberList* members = ctx.agreement.committed_member_list();

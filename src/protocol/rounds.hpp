@@ -23,14 +23,26 @@ class Rounds {
   /// reported its round's outcome (only then does it know the members whose loss matters).
   std::optional<RoundStarted> due(const CoreContext& ctx, bool commit_reported) const;
 
+  /// This node reported a round's commit.
+  void note_commit() { committed_once_ = true; }
+  /// `record` is a member's final death (is_final_incarnation): whether the job ended for
+  /// us with it. A member whose workers failed with no restart left ends it for everyone; a
+  /// member that finished ends it only for a node that never committed a round (it started
+  /// too late: the job is over). Reports the first such end only; a node that left or a
+  /// dedicated seed has no job to end.
+  std::optional<JobEnded> note_final(const CoreContext& ctx, const MemberRecord& record);
+  bool ended() const { return ended_; }
+
  private:
   bool requested_ = false;
+  bool committed_once_ = false;
+  bool ended_ = false;
 };
 
 /// We left (Core::leave), and every other member of the last committed round left or is dead.
 bool job_finished(const CoreContext& ctx);
 
-/// Whether `row` left on purpose (Core::leave), rather than crashed.
+/// Whether `row` left on purpose (Core::leave or Core::abort), rather than crashed.
 bool left_on_purpose(const Member& row);
 
 }  // namespace gossip_rdzv::protocol

@@ -222,8 +222,8 @@ Assignment Node::wait() {
   const std::size_t seed_count = impl_->seeds.size();
   runtime.wait_until(
       [&](const runtime::RuntimeState& s) {
-        return current_assignment(s) || s.fatal || s.not_admitted || s.loop_failure || s.stopped ||
-               refused_by_every_seed(s, seed_count);
+        return current_assignment(s) || s.fatal || s.not_admitted || s.job_ended ||
+               s.loop_failure || s.stopped || refused_by_every_seed(s, seed_count);
       },
       impl_->started_at + impl_->config.join_timeout);
   return impl_->outcome_of(runtime.state());
@@ -232,6 +232,8 @@ Assignment Node::wait() {
 Assignment Node::Impl::outcome_of(const runtime::RuntimeState& state) const {
   if (auto current = current_assignment(state)) return *current;
   if (state.fatal) throw Error(state.fatal->code, state.fatal->message);
+  if (state.job_ended)
+    throw Error(ErrorCode::job_over, runtime::describe_job_end(*state.job_ended));
   if (state.not_admitted) throw not_admitted_error(config, *state.not_admitted);
   if (state.stopped) throw Error(ErrorCode::usage, "Node::stop() was called during wait()");
   if (state.loop_failure) {
@@ -246,7 +248,9 @@ std::optional<Assignment> Node::try_assignment() const {
 }
 
 bool Node::round_over(const Assignment& current) const {
-  return impl_->runtime && impl_->runtime->state().round > current.round;
+  if (!impl_->runtime) return false;
+  const runtime::RuntimeState state = impl_->runtime->state();
+  return state.round > current.round || state.job_ended.has_value();
 }
 
 std::optional<std::string> Node::round_change() const {
@@ -262,10 +266,14 @@ Assignment Node::wait_next(const Assignment& previous) {
       [&](const runtime::RuntimeState& s) {
         auto current = current_assignment(s);
         return (current && current->round > previous.round) || s.fatal || s.not_admitted ||
-               s.loop_failure || s.stopped;
+               s.job_ended || s.loop_failure || s.stopped;
       },
       std::chrono::steady_clock::now() + impl_->config.join_timeout);
-  return impl_->outcome_of(runtime.state());
+  runtime::RuntimeState state = runtime.state();
+  if (auto current = current_assignment(state); current && current->round > previous.round)
+    return *current;
+  state.assignment.reset();  // the previous round's is no answer: say why none came
+  return impl_->outcome_of(state);
 }
 
 bool Node::report_workers_failed() {
@@ -274,6 +282,18 @@ bool Node::report_workers_failed() {
 
 void Node::report_workers_finished() {
   if (impl_->runtime) impl_->runtime->leave();
+}
+
+void Node::report_job_failed(std::uint32_t rank, int status) {
+  if (impl_->runtime) impl_->runtime->abort(rank, status);
+}
+
+std::optional<JobFailure> Node::job_failure() const {
+  if (!impl_->runtime) return std::nullopt;
+  const auto ended = impl_->runtime->state().job_ended;
+  if (!ended || !ended->failed) return std::nullopt;
+  return JobFailure{ended->peer, ended->hostname, ended->rank, ended->status,
+                    runtime::describe_job_end(*ended)};
 }
 
 bool Node::wait_job_finished(milliseconds timeout) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <utility>
@@ -102,6 +103,22 @@ std::string describe_round_start(const protocol::RoundStarted& e) {
   return why + "; re-forming the group (the previous round's workers stop)";
 }
 
+std::string describe_job_end(const protocol::JobEnded& e) {
+  const std::string who = e.hostname.empty() || e.hostname == e.peer
+                              ? printable(e.peer)
+                              : printable(e.hostname) + " (" + printable(e.peer) + ")";
+  if (!e.failed) {
+    return "the job of this run id already finished: node " + who +
+           " left after its workers finished. Start a new job with a new --run-id";
+  }
+  const std::string how = e.status > 128 ? "signal " + std::to_string(e.status - 128) + " (" +
+                                               std::string(strsignal(e.status - 128)) + ")"
+                                         : "exit status " + std::to_string(e.status);
+  return "the job failed: rank " + std::to_string(e.rank) + " on node " + who + " failed with " +
+         how + " and no restart was left there; its output says why (allow more with " +
+         "--max-restarts)";
+}
+
 std::string reachability_advice(const std::string& endpoint,
                                 const std::vector<std::string>& reporters) {
   const auto parsed = protocol::parse_endpoint(endpoint, nullptr);
@@ -187,6 +204,14 @@ void Runtime::leave() {
   {
     std::lock_guard lock(mutex_);
     core_.leave(now());
+  }
+  if (transport_) transport_->wake();
+}
+
+void Runtime::abort(std::uint32_t rank, int status) {
+  {
+    std::lock_guard lock(mutex_);
+    core_.abort(now(), rank, status);
   }
   if (transport_) transport_->wake();
 }
@@ -405,6 +430,10 @@ void Runtime::apply_event(const protocol::Event& event) {
         } else if constexpr (std::is_same_v<E, protocol::RoundStarted>) {
           log_->warn("round {}: {}", e.round, describe_round_start(e));
           state_.round_started = e;
+        } else if constexpr (std::is_same_v<E, protocol::JobEnded>) {
+          // Node::wait() throws it, or the caller reports job_failure(): said once there.
+          log_->info("{}", describe_job_end(e));
+          state_.job_ended = e;
         } else if constexpr (std::is_same_v<E, protocol::Fatal>) {
           // Node::wait() throws it as an Error whose message the caller reports (the CLI
           // prints it once); logging it too would say it twice.

@@ -40,6 +40,7 @@ struct RuntimeState {
   std::uint32_t round = 0;  ///< the round the core is in (elastic jobs move on)
   std::optional<protocol::RoundStarted> round_started;  ///< why the latest round began
   bool job_finished = false;                            ///< core.job_finished()
+  std::optional<protocol::JobEnded> job_ended;          ///< a peer ended the job for us
   bool stopped = false;                                 ///< stop() was called
   std::optional<std::string> loop_failure;              ///< the loop died of an exception (a bug)
 };
@@ -74,6 +75,10 @@ class Sidecar {
 /// dead; the workers of the previous round stop".
 std::string describe_round_start(const protocol::RoundStarted& e);
 
+/// How the job ended for us, for people, e.g. "the job failed: rank 3 on trainer-1
+/// (10.0.0.3:29400) failed with exit status 1 and no restart left there".
+std::string describe_job_end(const protocol::JobEnded& e);
+
 class Runtime {
  public:
   /// `transport` is already bound; from start() on only the loop thread uses it.
@@ -101,6 +106,8 @@ class Runtime {
   bool request_next_round();
   /// Elastic jobs: this node's workers finished (Core::leave).
   void leave();
+  /// Elastic jobs: this node's workers failed with no restart left (Core::abort).
+  void abort(std::uint32_t rank, int status);
   /// Time on the core's clock (since this runtime was created).
   protocol::Time now() const;
   const protocol::CoreConfig& config() const { return config_; }

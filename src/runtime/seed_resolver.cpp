@@ -5,8 +5,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "gossip_rdzv/error.hpp"
-#include "transport/interface.hpp"
 #include "protocol/config_text.hpp"
+#include "transport/interface.hpp"
 #include "transport/name_resolution.hpp"
 #include "transport/socket_address.hpp"
 #include "transport/tcp_probe.hpp"

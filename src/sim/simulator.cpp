@@ -52,10 +52,10 @@ const char* reason_name(protocol::RoundReason reason) {
 }
 
 const char* event_name(const protocol::Event& event) {
-  static constexpr const char* names[] = {"JoinedCluster",   "MemberUp",    "MemberSuspected",
-                                          "MemberDead",      "Committed",   "NotAdmitted",
-                                          "PeerRefused",     "Fatal",       "UnreachableReported",
-                                          "PeerUnreachable", "RoundStarted"};
+  static constexpr const char* names[] = {"JoinedCluster",   "MemberUp",     "MemberSuspected",
+                                          "MemberDead",      "Committed",    "NotAdmitted",
+                                          "PeerRefused",     "Fatal",        "UnreachableReported",
+                                          "PeerUnreachable", "RoundStarted", "JobEnded"};
   // One name per alternative: --trace 1 read past the end of this table (and crashed) once
   // the reachability events were added without names.
   static_assert(std::size(names) == std::variant_size_v<protocol::Event>);
@@ -195,8 +195,8 @@ void Simulator::Impl::handle_event(std::uint32_t index, const protocol::Event& e
     else if (const auto* u = std::get_if<protocol::MemberUp>(&event))
       text += " " + u->member.endpoint + "/g" + std::to_string(u->member.generation);
     else if (const auto* r = std::get_if<protocol::RoundStarted>(&event))
-      text += " round " + std::to_string(r->round) + " (" + reason_name(r->reason) + " " +
-              r->peer + ")";
+      text += " round " + std::to_string(r->round) + " (" + reason_name(r->reason) + " " + r->peer +
+              ")";
     else if (const auto* n = std::get_if<protocol::NotAdmitted>(&event))
       text += " view_size=" + std::to_string(n->view_size);
     if (std::holds_alternative<protocol::MemberUp>(event) ||

@@ -240,7 +240,7 @@ TEST(TroubleshootingDocTest, EveryErrorCodeHasASection) {
        {ErrorCode::usage, ErrorCode::listen_failed, ErrorCode::seed_unreachable,
         ErrorCode::join_timeout, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch,
         ErrorCode::rank_conflict, ErrorCode::not_admitted, ErrorCode::io_error,
-        ErrorCode::seed_unresolved, ErrorCode::internal}) {
+        ErrorCode::seed_unresolved, ErrorCode::job_over, ErrorCode::internal}) {
     const std::string heading = "## Exit " + std::to_string(static_cast<int>(code)) + ": " +
                                 std::string(gossip_rdzv::to_string(code));
     EXPECT_NE(doc().find(heading), std::string::npos) << "missing section '" << heading << "'";

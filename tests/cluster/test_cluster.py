@@ -197,6 +197,31 @@ class DedicatedSeedTest(ClusterTest):
             self.assertIn("majority of the seed list", node.proc.stderr, node.proc.stderr)
             self.assertIn(seed_endpoint, node.proc.stderr, node.proc.stderr)
 
+    def run_elastic_job_then_a_late_node(self, worker: str):
+        """Two nodes run an elastic job of `worker` to its end through a dedicated seed; then a
+        third node starts with the same run id. Returns the job's codes, the late node's code
+        and its log."""
+        _, seed = self.start_seed()
+        extra = ["--max-restarts", "1", "--", "sh", "-c", worker]
+        nodes = [self.cluster.add_node([seed], "2", extra=extra) for _ in range(2)]
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        late = self.cluster.add_node([seed], "2", extra=extra)
+        late_code = self.cluster.wait_nodes([late], timeout=CONVERGE_TIMEOUT)[0]
+        return codes, late_code, self.cluster.logs([late]) + self.cluster.logs(nodes)
+
+    def test_a_node_started_after_the_job_finished_is_told_so(self):
+        codes, late_code, logs = self.run_elastic_job_then_a_late_node("exit 0")
+        self.assertEqual(codes, [0, 0], logs)
+        self.assertEqual(late_code, 12, logs)  # job_over, not a join timeout
+        self.assertIn("the job of this run id already finished", logs)
+
+    def test_a_node_started_after_the_job_failed_is_told_who_failed_it(self):
+        codes, late_code, logs = self.run_elastic_job_then_a_late_node("exit 3")
+        self.assertEqual(codes, [3, 3], logs)
+        self.assertEqual(late_code, 12, logs)
+        self.assertIn("the job failed: rank ", logs)
+        self.assertIn("failed with exit status 3", logs)
+
     def test_seed_is_not_a_member(self):
         seed, seed_endpoint = self.start_seed()
         nodes = [self.cluster.add_node([seed_endpoint], "2") for _ in range(2)]

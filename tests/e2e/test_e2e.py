@@ -121,14 +121,13 @@ class ElasticTest(unittest.TestCase):
         codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
         logs = self.cluster.logs(nodes)
         # The node that hosts RANK 0 (node ranks follow the natural order of the endpoints,
-        # not the start order) ends with its worker's status after its one restart. The
-        # other is not told yet (docs/cli.md, "Elastic jobs": not yet done) and ends at its
-        # join timeout (exit 5).
+        # not the start order) ends the job after its one restart; the other stops its
+        # workers, names that failure and ends with the same status.
         rank0 = min(range(2), key=lambda i: nodes[i].port)
-        self.assertEqual(codes[rank0], 1, logs)
+        self.assertEqual(codes, [1, 1], logs)
         self.assertIn("local rank 0 (rank 0) on this node failed with exit status 1; "
-                      "restarts exhausted (1 of 1 used)", logs)
-        self.assertNotEqual(codes[1 - rank0], 0, logs)
+                      "restarts exhausted (1 of 1 used)", self.cluster.logs([nodes[rank0]]))
+        self.assertIn("the job failed: rank 0 on node", self.cluster.logs([nodes[1 - rank0]]))
 
 
 if __name__ == "__main__":

@@ -209,5 +209,75 @@ TEST(Rounds, ASeedKilledMidJobDoesNotStopAJobGivenThreeSeeds) {
   expect_one_outcome(net, {1, 2, 3}, round);
 }
 
+TEST(Rounds, ANodeWhoseRestartsAreExhaustedEndsTheJobForEveryMember) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
+  net.node(2)->abort(net.now(), 4, 137);
+  ASSERT_TRUE(net.run([&] {
+    return net.find_event<JobEnded>(1) != nullptr && net.find_event<JobEnded>(3) != nullptr;
+  }));
+  for (int i : {1, 3}) {
+    const JobEnded* ended = net.find_event<JobEnded>(i);
+    EXPECT_TRUE(ended->failed);
+    EXPECT_EQ(ended->peer, MiniNet::endpoint(2));
+    EXPECT_EQ(ended->rank, 4u);
+    EXPECT_EQ(ended->status, 137);
+  }
+  EXPECT_FALSE(net.find_event<JobEnded>(2));  // it knows: it ended the job
+  // Its exit is no crash to re-form around: no round 1 anywhere.
+  net.crash(2);
+  net.run([] { return false; }, 20s);
+  EXPECT_EQ(net.node(1)->round(), 0u);
+  EXPECT_EQ(net.node(3)->round(), 0u);
+  // The others leave too; the job is over for all.
+  net.node(1)->leave(net.now());
+  net.node(3)->leave(net.now());
+  ASSERT_TRUE(net.run([&] { return net.node(1)->job_finished() && net.node(3)->job_finished(); }));
+}
+
+TEST(Rounds, ANodeStartedAfterTheJobFinishedIsToldSoByTheSeed) {
+  MiniNet net(2, 2);
+  net.seed = MiniNet::endpoint(9);
+  net.add(9, {.seed_only = true});
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  net.node(1)->leave(net.now());
+  net.node(2)->leave(net.now());
+  ASSERT_TRUE(net.run([&] { return net.node(1)->job_finished() && net.node(2)->job_finished(); }));
+  net.run([] { return false; }, 2s);  // the leaves spread; then the agents exit
+  net.crash(1), net.crash(2);
+  net.add(3, elastic());
+  ASSERT_TRUE(net.run([&] { return net.find_event<JobEnded>(3) != nullptr; }));
+  EXPECT_FALSE(net.find_event<JobEnded>(3)->failed);
+  EXPECT_TRUE(net.commits(3).empty());
+}
+
+TEST(Rounds, ANodeStartedAfterAFailedJobIsToldWhoFailedIt) {
+  MiniNet net(2, 2);
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  net.node(2)->abort(net.now(), 1, 1);
+  ASSERT_TRUE(net.run([&] { return net.find_event<JobEnded>(1) != nullptr; }));
+  net.node(1)->leave(net.now());  // the seed node answers while it waits for the others
+  net.add(3, elastic());
+  ASSERT_TRUE(net.run([&] { return net.find_event<JobEnded>(3) != nullptr; }));
+  const JobEnded* ended = net.find_event<JobEnded>(3);
+  EXPECT_TRUE(ended->failed);
+  EXPECT_EQ(ended->peer, MiniNet::endpoint(2));
+  EXPECT_EQ(ended->rank, 1u);
+  EXPECT_EQ(ended->status, 1);
+}
+
+TEST(Rounds, AMemberStillInTheJobIsNotToldItFinishedWhenAnotherLeaves) {
+  MiniNet net(2, 2);
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  net.node(2)->leave(net.now());
+  net.run([] { return false; }, 5s);
+  EXPECT_FALSE(net.find_event<JobEnded>(1));
+  EXPECT_FALSE(net.node(1)->job_finished());
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::protocol::testing

@@ -29,6 +29,7 @@ const std::vector<std::pair<int, std::string>> kExpected = {
     {GOSSIP_RDZV_E_NOT_ADMITTED, "not_admitted"},
     {GOSSIP_RDZV_E_IO, "io_error"},
     {GOSSIP_RDZV_E_SEED_UNRESOLVED, "seed_unresolved"},
+    {GOSSIP_RDZV_E_JOB_OVER, "job_over"},
     {GOSSIP_RDZV_E_INTERNAL, "internal"},
     {GOSSIP_RDZV_E_STORE_TIMEOUT, "store_timeout"},
     {GOSSIP_RDZV_E_STORE_UNAVAILABLE, "store_unavailable"},
@@ -48,7 +49,7 @@ TEST(Status, EveryStatusHasItsName) {
 }
 
 TEST(Status, NumbersThatNameNoStatusAreUnknown) {
-  for (int status : {-1, 12, 69, 71, 100, 107, 255}) EXPECT_EQ(status_name(status), "unknown");
+  for (int status : {-1, 13, 69, 71, 100, 107, 255}) EXPECT_EQ(status_name(status), "unknown");
 }
 
 TEST(Status, ErrorCodesAreTheirStatuses) {
@@ -65,6 +66,7 @@ TEST(Status, ErrorCodesAreTheirStatuses) {
       {ErrorCode::not_admitted, "not_admitted"},
       {ErrorCode::io_error, "io_error"},
       {ErrorCode::seed_unresolved, "seed_unresolved"},
+      {ErrorCode::job_over, "job_over"},
       {ErrorCode::internal, "internal"},
   };
   for (const auto& [code, name] : codes) {

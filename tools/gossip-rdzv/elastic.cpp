@@ -1,5 +1,6 @@
 #include "elastic.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -15,6 +16,20 @@ std::string status_text(int status) {
   return "exit status " + std::to_string(status);
 }
 
+// How long a node that ends the job, or learned that another ended it, keeps answering so
+// that every other node hears it before this one exits.
+constexpr std::chrono::seconds kJobEndGrace{15};
+
+/// Another node failed the job: this node's workers are stopped; leave and end with the
+/// failure's status.
+int end_with(Node& node, const JobFailure& failure) {
+  std::fprintf(stderr, "gossip-rdzv: %s; this node's workers were stopped\n",
+               failure.message.c_str());
+  node.report_workers_finished();
+  node.wait_job_finished(kJobEndGrace);
+  return failure.status != 0 ? failure.status : 1;
+}
+
 }  // namespace
 
 int run_elastic(Node& node, Assignment first, const CliOptions& options,
@@ -28,6 +43,7 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
     // A command that cannot be run here would fail the same way again; an interrupt ends
     // the job.
     if (!launcher.exec_error().empty() || launcher.received_signal()) return status;
+    if (auto failure = node.job_failure()) return end_with(node, *failure);
     // Our workers failing after the job moved on (their peers went away) is no failure of
     // ours: it uses no restart.
     if (launcher.stopped_early() || (status != 0 && node.round_over(assignment))) {
@@ -51,8 +67,12 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
       if (restarts_used >= options.max_restarts) {
         std::fprintf(stderr,
                      "gossip-rdzv: %s; restarts exhausted (%u of %u used): the worker's "
-                     "output above says why; allow more with --max-restarts\n",
+                     "output above says why; allow more with --max-restarts. Ending the job "
+                     "on every node\n",
                      failure.c_str(), restarts_used, options.max_restarts);
+        node.report_job_failed(static_cast<std::uint32_t>(assignment.me().rank_offset + local_rank),
+                               status);
+        node.wait_job_finished(kJobEndGrace);
         return status;
       }
       ++restarts_used;
@@ -60,7 +80,12 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
                        std::to_string(options.max_restarts) + ": re-forming the group");
       node.report_workers_failed();
     }
-    assignment = hooks.next_round(assignment);
+    try {
+      assignment = hooks.next_round(assignment);
+    } catch (const Error&) {
+      if (auto failure = node.job_failure()) return end_with(node, *failure);
+      throw;
+    }
     hooks.show(assignment);
   }
 }

@@ -2,7 +2,9 @@
 // workers run until they all exit 0 (this node leaves the job and waits for the others to
 // finish), one fails (the nodes re-form and restart them while restarts remain), or the
 // job moves to another round without us failing (a member died, restarted or arrived: the
-// workers stop and restart with the new round's variables, no restart used).
+// workers stop and restart with the new round's variables, no restart used). When a node's
+// restarts are exhausted it ends the job for every node (Node::report_job_failed): each one
+// stops its workers, names that failure and exits with its status.
 #pragma once
 
 #include <functional>
