@@ -457,6 +457,27 @@ class FailureTest(ClusterTest):
 
 
 class OutputTest(ClusterTest):
+    def test_env_file_mode_returns_with_its_files_and_serves_on_detached(self):
+        """Without workers, `join` returns once its files are written; a detached child of
+        the seed's node answers late starters until its stay ends, then frees its port."""
+        nodes = self.cluster.start_nodes(2, profile="lan")
+        self.converge(nodes)  # every `join` returned 0 with its files
+        seed_port = nodes[0].port
+        # The seed's stay (5 s with the LAN profile) is not over: a node started now is told
+        # the round closed without it, by the seed's detached child.
+        late = self.cluster.add_node([nodes[0].endpoint], "2", profile="lan")
+        self.assertEqual(self.cluster.wait_nodes([late], timeout=CONVERGE_TIMEOUT), [9],
+                         self.cluster.logs([late]))
+
+        def port_free() -> bool:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.bind(("127.0.0.1", seed_port))
+                    return True
+                except OSError:
+                    return False
+        wait_until(port_free, timeout=CONVERGE_TIMEOUT, what="the seed's child to end its stay")
+
     def test_node_level_env_file(self):
         """Without {local_rank} the env file holds the node-level variables: no RANK when the
         node runs several processes."""

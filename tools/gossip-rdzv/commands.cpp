@@ -17,6 +17,7 @@
 #include "elastic.hpp"
 #include "gossip_rdzv/env.hpp"
 #include "gossip_rdzv/node.hpp"
+#include "handoff.hpp"
 #include "launcher.hpp"
 #include "members_format.hpp"
 #include "output/atomic_file.hpp"
@@ -220,7 +221,8 @@ void serve_store_until_interrupted(const Assignment& assignment, const CliOption
 
 // Outputs and workers run while the node keeps serving peers in its thread; whatever
 // happens to them, finish() lets the other members learn the outcome before we leave.
-int after_commit(Node& node, const Assignment& assignment, const CliOptions& options) {
+int after_commit(Node& node, const Assignment& assignment, const CliOptions& options,
+                 Handoff& handoff) {
   int status = 0;
   try {
     // Files first: when one cannot be written nothing reaches stdout, so
@@ -241,6 +243,8 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       status = run_workers(assignment, options);
     } else if (options.serve_store) {
       serve_store_until_interrupted(assignment, options);
+    } else {
+      handoff.ready();  // the outcome is out: the caller may go on
     }
   } catch (...) {
     node.finish();
@@ -265,10 +269,15 @@ int run_join(const CliOptions& options) {
     }
   }
   check_output_paths(options);
+  // Only the outcome is asked for: the user's next command need not wait for our stay.
+  Handoff handoff;
+  if (options.worker_command.empty() && !options.serve_store) {
+    if (auto status = handoff.split()) return *status;
+  }
   Node node(options.config);
   node.start();
   Assignment assignment = wait_with_progress(node, options, [&] { return node.wait(); });
-  int status = after_commit(node, assignment, options);
+  int status = after_commit(node, assignment, options, handoff);
   node.stop();
   return status;
 }

@@ -1,0 +1,33 @@
+// `join` that only writes its outcome (env files, membership file, stdout): the command the
+// user waits for returns as soon as the outcome is out, and the node's remaining duty —
+// answering the other members and late starters until its stay ends (docs/protocol.md,
+// rule 7) — runs on in a child process, as daemons that report readiness do.
+//
+// split() forks before any socket or thread exists. The child runs the node; the parent only
+// waits: for the child's "ready" (then it exits 0 at once), or for the child's exit (then it
+// exits with the child's status, so every failure reaches the caller unchanged). Signals
+// sent to the parent before the hand-off are passed on to the child; a parent killed
+// outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child has no
+// terminal and no pipe of the caller open (stdin, stdout and stderr are /dev/null), so
+// `eval "$(gossip-rdzv join ...)"` returns too, and it exits when its stay ends.
+#pragma once
+
+#include <optional>
+
+namespace gossip_rdzv::cli {
+
+class Handoff {
+ public:
+  /// In the parent: the status to exit with (never returns before the child is ready or
+  /// gone). In the child: std::nullopt, and the caller goes on as the node.
+  /// Throws Error(internal) when the process cannot fork.
+  std::optional<int> split();
+  /// In the child, once the outcome is written: the parent exits 0 and this process goes
+  /// quiet. Does nothing when split() was not called or ready() was already.
+  void ready();
+
+ private:
+  int ready_fd_ = -1;
+};
+
+}  // namespace gossip_rdzv::cli
