@@ -18,9 +18,10 @@ from cluster import RANK_VARS, Cluster, Node, check_consistent  # noqa: E402
 from testlib import parse_env_file, temp_dir, wait_until  # noqa: E402
 
 # The machine may be loaded: a dead node is declared in ~1-2 s with --profile local, and
-# the next round then waits --last-call for more nodes up to MAX.
+# the next round then waits --last-call for more nodes up to MAX; round 0 must not commit
+# before every node of a test started, even on a loaded machine.
 DEADLINE = 60.0
-LAST_CALL = "3s"
+LAST_CALL = "5s"
 
 # Appends one line per run to hook.log beside the env file, and keeps a copy of the env file
 # as the command saw it: the round, then the variables the command got.
@@ -101,6 +102,21 @@ class WatchTest(unittest.TestCase):
             self.assertEqual(parse_env_file(node.dir / "seen-1.env"), env)
             self.assertIsNone(node.proc.poll(), f"node{node.index} exited\n{self.cluster.logs()}")
         self.assertIn("round 1: wrote the outputs (2 nodes, WORLD_SIZE 2)", self.cluster.logs())
+
+    def test_a_node_arriving_below_max_joins_the_next_round(self):
+        nodes = self.start(2, "2:3")
+        self.await_runs(nodes, 1)
+        newcomer = self.cluster.add_node(
+            [nodes[0].endpoint], "2:3",
+            extra=["--watch", "--on-round", ON_ROUND, "--last-call", LAST_CALL])
+        everyone = nodes + [newcomer]
+        wait_until(lambda: all(any(run[0] == "1" for run in hook_runs(n)) for n in everyone),
+                   DEADLINE, "round 1 on every node\n" + self.cluster.logs())
+        membership = check_consistent(self, everyone)
+        self.assertEqual(membership["round"], 1)
+        self.assertEqual([run[:2] for run in hook_runs(newcomer)], [["1", "3"]])
+        for node in nodes:
+            self.assertEqual([run[:2] for run in hook_runs(node)], [["0", "2"], ["1", "3"]])
 
     def test_sigterm_leaves_the_job_and_the_other_node_follows(self):
         # A failing --on-round is reported and the watch goes on.
