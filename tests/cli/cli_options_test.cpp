@@ -156,6 +156,39 @@ TEST(CliOptionsTest, ServeStore) {
             std::string::npos);
 }
 
+TEST(CliOptionsTest, WatchFollowsRoundsWithoutACommand) {
+  CliOptions plain = parse_ok(join_args({}));
+  EXPECT_FALSE(plain.watch);
+  EXPECT_FALSE(plain.config.elastic);
+  CliOptions options = parse_ok(
+      join_args({"--watch", "--on-round", "systemctl restart trainer", "--env-file", "/tmp/x"}));
+  EXPECT_TRUE(options.watch);
+  EXPECT_TRUE(options.config.elastic);  // --watch implies elastic rounds
+  EXPECT_EQ(options.on_round, "systemctl restart trainer");
+  EXPECT_TRUE(options.worker_command.empty());
+  // --serve-store fits: the agent stays up anyway.
+  EXPECT_TRUE(parse_ok(join_args({"--watch", "--serve-store"})).serve_store);
+}
+
+TEST(CliOptionsTest, WatchRefusesWhatItDoesNotFit) {
+  EXPECT_NE(parse_error(join_args({"--watch", "--", "true"}))
+                .find("--watch is for running without '-- CMD'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(join_args({"--on-round", "true"})).find("--on-round needs --watch"),
+            std::string::npos);
+  EXPECT_NE(
+      parse_error(join_args({"--on-round", "true", "--", "true"})).find("--on-round needs --watch"),
+      std::string::npos);
+  EXPECT_NE(
+      parse_error(join_args({"--watch", "--on-round", " "})).find("--on-round ' ': empty command"),
+      std::string::npos);
+  // Restarts count failures of workers that join starts; a watcher starts none.
+  EXPECT_NE(parse_error(join_args({"--watch", "--max-restarts", "2"}))
+                .find("--max-restarts needs '-- CMD'"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"seed", "--listen", ":1", "--watch"}).find("--watch"), std::string::npos);
+}
+
 TEST(CliOptionsTest, SeedCommand) {
   CliOptions options =
       parse_ok({"seed", "--listen", ":29400", "--run-id", "j", "--profile", "wan"});

@@ -48,6 +48,10 @@ expect_usage "unknown option '--bogus'" join --seed n:1 --nnodes 2 --bogus
 expect_usage "--seed is required" join --nnodes 2
 expect_usage "--serve-store is for running without" join --seed n:1 --nnodes 2 --serve-store -- true
 expect_usage "--nnodes is required" join --seed n:1
+expect_usage "--watch is for running without '-- CMD'" join --seed n:1 --nnodes 2 --watch -- true
+expect_usage "--on-round needs --watch" join --seed n:1 --nnodes 2 --on-round true
+expect_usage "--on-round '': empty command" join --seed n:1 --nnodes 2 --watch --on-round ''
+expect_usage "--max-restarts needs '-- CMD'" join --seed n:1 --nnodes 2 --watch --max-restarts 1
 expect_usage "--nnodes '0'" join --seed n:1 --nnodes 0
 expect_usage "--nnodes '5:3': MIN must not exceed MAX" join --seed n:1 --nnodes 5:3
 expect_usage "--nproc-per-node '0'" join --seed n:1 --nnodes 2 --nproc-per-node 0

@@ -34,7 +34,7 @@ const std::map<std::string, std::string>& synopses() {
        "                 [--join-timeout DUR] [--last-call DUR] [--env-file PATH]\n"
        "                 [--membership-file PATH] [--format env|export|json]\n"
        "                 [--profile lan|local|wan] [-q|--quiet] [-v|--verbose]\n"
-       "                 [--serve-store | -- CMD ARGS...]\n"},
+       "                 [--watch [--on-round CMD]] [--serve-store | -- CMD ARGS...]\n"},
       {"seed",
        "gossip-rdzv seed --listen [HOST]:PORT [--seed HOST:PORT,...] [--run-id ID]\n"
        "                 [--profile lan|local|wan]\n"
@@ -244,9 +244,10 @@ struct RawOptions {
   std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
                                          join_timeout = "600s", last_call = "30s", env_file,
                                          membership_file, format, profile = "lan", timeout = "5s",
-                                         max_restarts = "0";
-  bool env_file_given = false, membership_file_given = false;
+                                         max_restarts = "0", on_round;
+  bool env_file_given = false, membership_file_given = false, on_round_given = false;
   bool serve_store = false;
+  bool watch = false;
   bool quiet = false;
   int verbose = 0;
 };
@@ -333,6 +334,16 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                "Not with -- CMD. After the outputs, keep serving the store\n"
                "until SIGINT/SIGTERM; the variables printed and written\n"
                "get GOSSIP_RDZV_STORE (this node's endpoint)");
+  app.add_flag("--watch", raw.watch,
+               "Not with -- CMD. An elastic job whose workers something\n"
+               "else supervises: stay up and, for each new round (a node\n"
+               "died or arrived), rewrite the outputs atomically; exit 0\n"
+               "on SIGINT/SIGTERM or when every other node left the job");
+  app.add_option("--on-round", raw.on_round,
+                 "With --watch: run CMD with /bin/sh -c after each round's\n"
+                 "outputs are written, with the round's variables and\n"
+                 "GOSSIP_RDZV_ROUND set; a failure is reported, not fatal")
+      ->type_name("CMD");
   add_common(app, raw);
   add_verbosity(app, raw);
 }
@@ -408,7 +419,9 @@ const char* kJoinDetails =
     "it starts --nproc-per-node copies of CMD with those variables set\n"
     "instead of printing them, and exits with the first failing worker's\n"
     "status. With --serve-store it stays up after the outputs, serving the\n"
-    "store to processes started from --env-file, until SIGINT or SIGTERM.\n";
+    "store to processes started from --env-file, until SIGINT or SIGTERM.\n"
+    "With --watch it follows the job's rounds, rewriting the outputs (and\n"
+    "running --on-round) for each; see docs/cli.md, \"Watching rounds\".\n";
 
 struct Parser {
   CLI::App app{"Peer-to-peer rendezvous for PyTorch/gloo process groups: no single master.",
@@ -531,7 +544,13 @@ CliOptions build_join(const RawOptions& given) {
   options.membership_file = raw.membership_file;
   options.serve_store = raw.serve_store;
   options.max_restarts = parse_count("--max-restarts", raw.max_restarts, "a whole number >= 0");
-  options.config.elastic = options.max_restarts > 0;
+  options.watch = raw.watch;
+  if (raw.on_round_given && raw.on_round.find_first_not_of(" \t") == std::string::npos) {
+    fail("--on-round", raw.on_round, "empty command",
+         "a shell command, e.g. 'systemctl restart trainer'");
+  }
+  options.on_round = raw.on_round;
+  options.config.elastic = options.max_restarts > 0 || options.watch;
   return options;
 }
 
@@ -591,6 +610,7 @@ CliOptions build(const Parser& parser, const CLI::App& command) {
   if (&command == parser.join) {
     raw.env_file_given = command.count("--env-file") > 0;
     raw.membership_file_given = command.count("--membership-file") > 0;
+    raw.on_round_given = command.count("--on-round") > 0;
   }
   CliOptions options = &command == parser.join      ? build_join(raw)
                        : &command == parser.seed    ? build_seed(raw)
@@ -667,6 +687,17 @@ ParseResult parse_split(const std::vector<std::string>& ours,
     return error_result(name,
                         "--serve-store is for running without '-- CMD': the workers of "
                         "'-- CMD' already get GOSSIP_RDZV_STORE while join serves the store");
+  }
+  if (has_separator && command == parser.join && command->count("--watch") > 0) {
+    return error_result(name,
+                        "--watch is for running without '-- CMD': it follows the rounds for "
+                        "workers something else supervises (with -- CMD, use --max-restarts)");
+  }
+  if (command == parser.join && command->count("--on-round") > 0 &&
+      command->count("--watch") == 0) {
+    return error_result(name,
+                        "--on-round needs --watch: without it join exits after the first "
+                        "round (with -- CMD, join restarts the workers itself)");
   }
   if (!has_separator && command == parser.join && command->count("--max-restarts") > 0) {
     return error_result(name,

@@ -39,6 +39,12 @@ struct CliOptions {
   /// join --max-restarts (with -- CMD): worker failures the job survives by re-forming;
   /// above 0, config.elastic is set (docs/cli.md, "Elastic jobs").
   std::uint32_t max_restarts = 0;
+  /// join --watch (never with a worker command): stay up and rewrite the outputs for each
+  /// round of the elastic job (config.elastic is set); docs/cli.md, "Watching rounds".
+  bool watch = false;
+  /// join --on-round (only with --watch): a shell command run after each round's outputs
+  /// are written; empty: none.
+  std::string on_round;
   std::string profile = "lan";  ///< --profile, already applied to config.timing
   Verbosity verbosity;
   /// members: the node to ask, and how long to wait for it (doctor: per probe).

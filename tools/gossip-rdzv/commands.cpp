@@ -24,6 +24,7 @@
 #include "output/membership_json.hpp"
 #include "progress.hpp"
 #include "transport/interface.hpp"
+#include "watch.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -239,6 +240,23 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
         if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
       };
       status = run_elastic(node, assignment, options, hooks);
+    } else if (options.watch) {
+      WatchHooks hooks;
+      hooks.publish = [&](const Assignment& a) {
+        write_files(a, options);
+        print_assignment(a, options);
+      };
+      hooks.next_round = [&](const Assignment& previous) {
+        return wait_with_progress(node, options, [&] { return node.wait_next(previous); });
+      };
+      hooks.wait_signal = [](std::chrono::milliseconds timeout) {
+        const int signal = wait_for_interrupt(timeout);
+        return signal == kWakeSignal ? 0 : signal;
+      };
+      hooks.round_env = [&](const Assignment& a) {
+        return with_store(node_env(a, socket_ifname(a)), a, options);
+      };
+      status = run_watch(node, assignment, options, hooks);
     } else if (!options.worker_command.empty()) {
       status = run_workers(assignment, options);
     } else if (options.serve_store) {
@@ -271,7 +289,7 @@ int run_join(const CliOptions& options) {
   check_output_paths(options);
   // Only the outcome is asked for: the user's next command need not wait for our stay.
   Handoff handoff;
-  if (options.worker_command.empty() && !options.serve_store) {
+  if (options.worker_command.empty() && !options.serve_store && !options.watch) {
     if (auto status = handoff.split()) return *status;
   }
   Node node(options.config);
