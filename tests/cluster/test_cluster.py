@@ -478,6 +478,20 @@ class OutputTest(ClusterTest):
                     return False
         wait_until(port_free, timeout=CONVERGE_TIMEOUT, what="the seed's child to end its stay")
 
+    def test_a_node_restarted_on_the_port_of_a_staying_node_takes_it(self):
+        """The next job reuses the ports at once: the detached stay of the seed's node yields
+        its port instead of failing the new node with 'port in use' (exit 3)."""
+        first = self.cluster.start_nodes(2, profile="lan")
+        self.converge(first)
+        second = [self.cluster.add_node([first[0].endpoint], "2", port=node.port,
+                                        profile="lan", run_id="cluster-test-2", start=False)
+                  for node in first]
+        for node in second:
+            self.cluster.start_node(node)
+        codes = self.cluster.wait_nodes(second, timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(codes, [0, 0], self.cluster.logs(second))
+        self.assertIn("ended that and took the port", self.cluster.logs(second[:1]))
+
     def test_node_level_env_file(self):
         """Without {local_rank} the env file holds the node-level variables: no RANK when the
         node runs several processes."""

@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string_view>
 #include <thread>
 
@@ -23,6 +24,7 @@
 #include "output/atomic_file.hpp"
 #include "output/membership_json.hpp"
 #include "progress.hpp"
+#include "protocol/endpoint.hpp"
 #include "transport/interface.hpp"
 #include "watch.hpp"
 
@@ -262,7 +264,9 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
     } else if (options.serve_store) {
       serve_store_until_interrupted(assignment, options);
     } else {
-      handoff.ready();  // the outcome is out: the caller may go on
+      // The outcome is out: the caller may go on.
+      const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
+      handoff.ready(endpoint ? endpoint->port : 0);
     }
   } catch (...) {
     node.finish();
@@ -292,11 +296,27 @@ int run_join(const CliOptions& options) {
   if (options.worker_command.empty() && !options.serve_store && !options.watch) {
     if (auto status = handoff.split()) return *status;
   }
-  Node node(options.config);
-  node.start();
-  Assignment assignment = wait_with_progress(node, options, [&] { return node.wait(); });
-  int status = after_commit(node, assignment, options, handoff);
-  node.stop();
+  auto node = std::make_unique<Node>(options.config);
+  try {
+    node->start();
+  } catch (const Error& error) {
+    // Restarted on the port of a node whose stay still runs (handoff.hpp): it yields.
+    const std::uint16_t port = options.config.listen_port;
+    if (error.code() != ErrorCode::listen_failed || port == 0 ||
+        !end_previous_stay(port, std::chrono::seconds(5)))
+      throw;
+    if (!options.verbosity.quiet) {
+      std::fprintf(stderr,
+                   "gossip-rdzv: port %u was held by this machine's previous node on it, "
+                   "still answering late starters; ended that and took the port\n",
+                   static_cast<unsigned>(port));
+    }
+    node = std::make_unique<Node>(options.config);
+    node->start();
+  }
+  Assignment assignment = wait_with_progress(*node, options, [&] { return node->wait(); });
+  int status = after_commit(*node, assignment, options, handoff);
+  node->stop();
   return status;
 }
 

@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "gossip_rdzv/error.hpp"
 
@@ -18,6 +21,35 @@ namespace gossip_rdzv::cli {
 namespace {
 
 constexpr char kReady = 'R';
+
+/// The abstract Unix socket address of the stay that holds `port` (no file: the name
+/// lives in the network namespace and goes with the process).
+sockaddr_un stay_address(std::uint16_t port, socklen_t& length) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = "gossip-rdzv-stay-" + std::to_string(port);
+  std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return address;
+}
+
+/// Ends this process when a new node asks for our port: it supersedes our stay.
+void yield_port_on_request(std::uint16_t port) {
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) return;
+  socklen_t length = 0;
+  const sockaddr_un address = stay_address(port, length);
+  if (bind(listener, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
+      listen(listener, 4) != 0) {
+    close(listener);  // without it a restart waits for our stay to end, as before
+    return;
+  }
+  std::thread([listener] {
+    while (accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) < 0 && errno == EINTR) {
+    }
+    _exit(0);  // the kernel closes our sockets: the port is free for the new node
+  }).detach();
+}
 
 int status_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -80,7 +112,7 @@ std::optional<int> Handoff::split() {
   return status;
 }
 
-void Handoff::ready() {
+void Handoff::ready(std::uint16_t port) {
   if (ready_fd_ < 0) return;
   std::fflush(nullptr);
   prctl(PR_SET_PDEATHSIG, 0);  // from now on it outlives the parent, by design
@@ -94,6 +126,29 @@ void Handoff::ready() {
   }
   close(ready_fd_);
   ready_fd_ = -1;
+  if (port != 0) yield_port_on_request(port);
+}
+
+bool end_previous_stay(std::uint16_t port, std::chrono::milliseconds timeout) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  socklen_t length = 0;
+  const sockaddr_un address = stay_address(port, length);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    close(fd);
+    return false;  // no stay of ours holds it: the port is someone else's
+  }
+  // The stay exits on our connection; its end closes our socket.
+  pollfd ended{fd, POLLIN, 0};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() < deadline) {
+    const int polled = poll(&ended, 1, 50);
+    char byte = 0;
+    closed = polled > 0 && read(fd, &byte, 1) <= 0;
+  }
+  close(fd);
+  return closed;
 }
 
 }  // namespace gossip_rdzv::cli

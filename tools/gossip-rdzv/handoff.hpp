@@ -10,8 +10,16 @@
 // outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child has no
 // terminal and no pipe of the caller open (stdin, stdout and stderr are /dev/null), so
 // `eval "$(gossip-rdzv join ...)"` returns too, and it exits when its stay ends.
+//
+// A node restarted on the same port while the previous one's child still stays would find
+// the port taken. The child therefore holds a local rendezvous point named after its port
+// (an abstract Unix socket, private to the network namespace, gone with the process); the
+// new node's end_previous_stay() connects there, and the child ends its stay at once: the
+// new process at that endpoint supersedes it, as a restart always did.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 
 namespace gossip_rdzv::cli {
@@ -23,11 +31,16 @@ class Handoff {
   /// Throws Error(internal) when the process cannot fork.
   std::optional<int> split();
   /// In the child, once the outcome is written: the parent exits 0 and this process goes
-  /// quiet. Does nothing when split() was not called or ready() was already.
-  void ready();
+  /// quiet, ending its stay early if a new node asks for `port` (end_previous_stay). Does
+  /// nothing when split() was not called or ready() was already.
+  void ready(std::uint16_t port);
 
  private:
   int ready_fd_ = -1;
 };
+
+/// Whether a previous node's stay held `port` on this machine and has now ended (waits for
+/// it at most `timeout`): then binding the port again can succeed.
+bool end_previous_stay(std::uint16_t port, std::chrono::milliseconds timeout);
 
 }  // namespace gossip_rdzv::cli
