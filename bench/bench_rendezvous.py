@@ -6,10 +6,14 @@ all) with the default (LAN) profile, or the one --profile names, and measures wi
 time.monotonic():
   files  launch of the first process -> every node has written its env file
   join   launch of the first process -> the median `join` returned (the process exited)
-  last   launch of the first process -> every process has exited (the last `join` returned)
+  last   launch of the first process -> the last `join` returned
+  stay   launch of the first process -> the last node's detached child ended (`join` without
+         workers returns once its files are written; a child answers late starters until
+         its stay ends, docs/cli.md)
   launch launch of the first process -> the last one started (fork/exec of N processes)
-plus each node's peak RSS (os.wait4 -> ru_maxrss), the CPU time of all nodes together
-(user + system, from os.wait4) and the TCP sockets per node (the most any node held at once,
+plus each node's peak RSS (os.wait4 -> ru_maxrss, of `join` and its child), the CPU time of
+all nodes together (user + system, from os.wait4, children included: the benchmark is their
+subreaper) and the TCP sockets per node (the most any node held at once,
 counted from /proc/PID/fd every 0.25 s, and the mean over nodes of each one's peak). Each N
 is repeated R times; the table shows the median (and min-max) of the times, the median CPU,
 and the max / mean peak RSS over all runs.
@@ -30,6 +34,7 @@ docs/performance.md records the figures measured with it.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -68,6 +73,37 @@ if index == 0:
 """
 
 
+def become_subreaper() -> None:
+    """Orphaned descendants (each node's detached child) are reparented to us, so that
+    os.wait4 gives their CPU time and peak RSS."""
+    PR_SET_CHILD_SUBREAPER = 36
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise RuntimeError("prctl(PR_SET_CHILD_SUBREAPER) failed: "
+                           + os.strerror(ctypes.get_errno()))
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def reap_orphans(deadline: float) -> list[tuple[int, float, "os.struct_rusage"]]:
+    """Waits for every remaining descendant until `deadline`: (pid, exit time, rusage)."""
+    reaped = []
+    while time.monotonic() < deadline:
+        try:
+            pid, _, rusage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if pid == 0:
+            time.sleep(0.005)
+            continue
+        reaped.append((pid, time.monotonic(), rusage))
+    raise RuntimeError("detached node processes still running at the timeout")
+
+
 def socket_count(pid: int) -> int:
     """Sockets the process holds (its TCP connections and listeners); 0 once it is gone."""
     count = 0
@@ -100,12 +136,15 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
         t_files = None
         deadline = t0 + timeout
         sockets = [0] * nnodes
+        kids: dict[int, int] = {}  # the detached child's pid -> its node
         next_count = 0.0
         while time.monotonic() < deadline:
             if time.monotonic() >= next_count:
                 for i, p in enumerate(procs):
                     if p.returncode is None:
-                        sockets[i] = max(sockets[i], socket_count(p.popen.pid))
+                        family = [p.popen.pid, *children_of(p.popen.pid)]
+                        kids.update({pid: i for pid in family[1:]})
+                        sockets[i] = max(sockets[i], sum(map(socket_count, family)))
                 next_count = time.monotonic() + 0.25
             pending = {i for i in pending if not env_files[i].exists()}
             if not pending and t_files is None:
@@ -115,6 +154,7 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
             time.sleep(0.002)
         if t_files is None and not pending:
             t_files = time.monotonic()
+        orphans = reap_orphans(deadline) if all(p.poll() is not None for p in procs) else []
     codes = [p.poll() for p in procs]
     failed = [i for i, code in enumerate(codes) if code != 0]
     if failed:
@@ -128,10 +168,21 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
         "files": t_files - t0,
         "join": statistics.median(p.ended for p in procs) - t0,
         "exit": max(p.ended for p in procs) - t0,
-        "cpu": sum(p.rusage.ru_utime + p.rusage.ru_stime for p in procs),
-        "rss": [p.peak_rss_mib for p in procs],
+        "stay": max([p.ended for p in procs] + [ended for _, ended, _ in orphans]) - t0,
+        "cpu": sum(p.rusage.ru_utime + p.rusage.ru_stime for p in procs)
+        + sum(r.ru_utime + r.ru_stime for _, _, r in orphans),
+        "rss": peak_rss_per_node(procs, orphans, kids),
         "sockets": sockets,
     }
+
+
+def peak_rss_per_node(procs, orphans, kids: dict[int, int]) -> list[float]:
+    """Each node's peak RSS in MiB: its `join` process or its detached child, the larger."""
+    rss = [p.peak_rss_mib for p in procs]
+    for pid, _, rusage in orphans:
+        if pid in kids:
+            rss[kids[pid]] = max(rss[kids[pid]], rusage.ru_maxrss / 1024.0)
+    return rss
 
 
 def run_torch(nnodes: int, timeout: float, workdir: Path) -> dict:
@@ -187,6 +238,7 @@ def main() -> int:
     if any(n < 1 or n > 512 for n in args.sizes):
         parser.error("sizes must be between 1 and 512")
 
+    become_subreaper()
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}")
     print(f"# binary: {args.binary}; profile {args.profile or 'default (LAN)'}; "
@@ -195,6 +247,7 @@ def main() -> int:
     with TempDir("gossip-rdzv-bench-") as tmp:
         if args.only != "torch":
             print(f"{'N':>4}  {'files (s)':<22} {'join (s)':<22} {'last (s)':<22} "
+                  f"{'stay (s)':<22} "
                   f"{'CPU (s)':>8}  {'peak RSS max/mean (MiB)':>24}  {'sockets max/mean':>16}  "
                   f"{'launch (s)':>10}")
         for n in (args.sizes if args.only != "torch" else []):
@@ -209,6 +262,7 @@ def main() -> int:
             print(f"{n:>4}  {fmt_times([x['files'] for x in runs]):<22} "
                   f"{fmt_times([x['join'] for x in runs]):<22} "
                   f"{fmt_times([x['exit'] for x in runs]):<22} "
+                  f"{fmt_times([x['stay'] for x in runs]):<22} "
                   f"{statistics.median(x['cpu'] for x in runs):>8.2f}  "
                   f"{max(rss):>13.1f} / {statistics.mean(rss):<8.1f}  "
                   f"{max(sockets):>7} / {statistics.mean(sockets):<6.1f}  "
