@@ -255,9 +255,9 @@ bool Node::round_over(const Assignment& current) const {
 
 std::optional<std::string> Node::round_change() const {
   if (!impl_->runtime) return std::nullopt;
-  const auto started = impl_->runtime->state().round_started;
-  if (!started) return std::nullopt;
-  return "round " + std::to_string(started->round) + ": " + runtime::describe_round_start(*started);
+  const runtime::RuntimeState state = impl_->runtime->state();
+  if (!state.round_started) return std::nullopt;
+  return "round " + std::to_string(state.round_started->round) + ": " + state.round_change;
 }
 
 Assignment Node::wait_next(const Assignment& previous) {

@@ -79,9 +79,11 @@ bool on_this_machine(const std::string& endpoint) {
 
 }  // namespace
 
-std::string describe_round_start(const protocol::RoundStarted& e) {
+std::string describe_round_start(const protocol::RoundStarted& e, const PeerDetail& detail) {
   using protocol::RoundReason;
-  const std::string peer = printable(e.peer);
+  std::string peer = printable(e.peer);
+  if (!detail.hostname.empty() && detail.hostname != e.peer)
+    peer = printable(detail.hostname) + " (" + peer + ")";
   std::string why;
   switch (e.reason) {
     case RoundReason::workers_failed:
@@ -89,6 +91,10 @@ std::string describe_round_start(const protocol::RoundStarted& e) {
       break;
     case RoundReason::member_dead:
       why = "member " + peer + " was declared dead";
+      if (detail.silent_for) {
+        why += fmt::format(" (no answer for {:.1f} s)",
+                           std::chrono::duration<double>(*detail.silent_for).count());
+      }
       break;
     case RoundReason::member_restarted:
       why = "member " + peer + " restarted";
@@ -428,8 +434,9 @@ void Runtime::apply_event(const protocol::Event& event) {
               printable(e.endpoint), e.unanswered,
               std::chrono::duration<double>(e.failing_for).count());
         } else if constexpr (std::is_same_v<E, protocol::RoundStarted>) {
-          log_->warn("round {}: {}", e.round, describe_round_start(e));
           state_.round_started = e;
+          state_.round_change = describe_round_start(e, peer_detail(e.peer));
+          log_->warn("round {}: {}", e.round, state_.round_change);
         } else if constexpr (std::is_same_v<E, protocol::JobEnded>) {
           // Node::wait() throws it, or the caller reports job_failure(): said once there.
           log_->info("{}", describe_job_end(e));
@@ -442,6 +449,18 @@ void Runtime::apply_event(const protocol::Event& event) {
         }
       },
       event);
+}
+
+PeerDetail Runtime::peer_detail(const std::string& endpoint) const {
+  PeerDetail detail;
+  const protocol::Time now = this->now();
+  for (const auto& member : core_.snapshot().members) {
+    if (member.ann.endpoint != endpoint) continue;
+    detail.hostname = member.ann.hostname;
+    if (member.last_heard > protocol::Time::zero() && member.last_heard <= now)
+      detail.silent_for = now - member.last_heard;
+  }
+  return detail;
 }
 
 void Runtime::note_unreachable_report(const protocol::UnreachableReported& report) {

@@ -39,6 +39,7 @@ struct RuntimeState {
   bool done = false;        ///< core.done(): finish() may return
   std::uint32_t round = 0;  ///< the round the core is in (elastic jobs move on)
   std::optional<protocol::RoundStarted> round_started;  ///< why the latest round began
+  std::string round_change;                             ///< the same, for people
   bool job_finished = false;                            ///< core.job_finished()
   std::optional<protocol::JobEnded> job_ended;          ///< a peer ended the job for us
   bool stopped = false;                                 ///< stop() was called
@@ -71,9 +72,16 @@ class Sidecar {
   virtual std::optional<protocol::Time> next_wakeup() const = 0;
 };
 
-/// Why an elastic job started `e.round`, for people, e.g. "node 10.0.0.3:29400 was declared
-/// dead; the workers of the previous round stop".
-std::string describe_round_start(const protocol::RoundStarted& e);
+/// What this node knows of the peer a round change names.
+struct PeerDetail {
+  std::string hostname;
+  std::optional<protocol::Time> silent_for;  ///< since it was last heard from directly
+};
+
+/// Why an elastic job started `e.round`, for people, e.g. "member trainer-3 (10.0.0.3:29400)
+/// was declared dead (no answer for 4.1 s); re-forming the group (the previous round's
+/// workers stop)".
+std::string describe_round_start(const protocol::RoundStarted& e, const PeerDetail& detail = {});
 
 /// How the job ended for us, for people, e.g. "the job failed: rank 3 on trainer-1
 /// (10.0.0.3:29400) failed with exit status 1 and no restart left there".
@@ -137,6 +145,7 @@ class Runtime {
   void publish();
   void apply_event(const protocol::Event& event);
   void note_unreachable_report(const protocol::UnreachableReported& report);
+  PeerDetail peer_detail(const std::string& endpoint) const;
   void step_sidecar(protocol::Time now);
 
   const protocol::CoreConfig config_;

@@ -260,3 +260,27 @@ TEST(RuntimeText, LoopbackIsBlamedOnlyWhenAReporterIsOnAnotherMachine) {
 
 }  // namespace
 }  // namespace gossip_rdzv::runtime
+
+namespace gossip_rdzv::runtime {
+namespace {
+
+TEST(Runtime, ARoundChangeNamesThePeerByHostAndHowLongItWasSilent) {
+  protocol::RoundStarted dead{2, protocol::RoundReason::member_dead, "10.0.0.3:29400"};
+  PeerDetail detail;
+  detail.hostname = "trainer-3";
+  detail.silent_for = protocol::Time(std::chrono::milliseconds(4100));
+  EXPECT_EQ(describe_round_start(dead, detail),
+            "member trainer-3 (10.0.0.3:29400) was declared dead (no answer for 4.1 s); "
+            "re-forming the group (the previous round's workers stop)");
+  // Never heard from directly, or unknown: the endpoint alone.
+  EXPECT_EQ(describe_round_start(dead),
+            "member 10.0.0.3:29400 was declared dead; re-forming the group (the previous "
+            "round's workers stop)");
+  protocol::RoundStarted arrived{3, protocol::RoundReason::member_arrived, "10.0.0.9:29400"};
+  EXPECT_EQ(describe_round_start(arrived, {"trainer-9", std::nullopt}),
+            "node trainer-9 (10.0.0.9:29400) is waiting to join and the job has room for it; "
+            "re-forming the group (the previous round's workers stop)");
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::runtime
