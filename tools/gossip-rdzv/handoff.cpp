@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "gossip_rdzv/error.hpp"
+#include "launcher.hpp"
 
 namespace gossip_rdzv::cli {
 namespace {
@@ -51,12 +52,6 @@ void yield_port_on_request(std::uint16_t port) {
   }).detach();
 }
 
-int status_of(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return static_cast<int>(ErrorCode::internal);
-}
-
 /// The parent's whole life: pass interrupts on, and end with the child's word.
 int wait_for_child(pid_t child, int ready_fd) {
   sigset_t passed_on;
@@ -81,7 +76,7 @@ int wait_for_child(pid_t child, int ready_fd) {
   while (waitpid(child, &wait_status, 0) < 0) {
     if (errno != EINTR) return static_cast<int>(ErrorCode::internal);
   }
-  return status_of(wait_status);
+  return shell_status(wait_status);
 }
 
 }  // namespace
