@@ -50,7 +50,7 @@ struct Core::Impl {
   /// A member left the job for good (merged, so it is the newest news of it): a joiner
   /// hears of it from us, and the job may be over for us too (Rounds::note_final).
   void note_if_final(const MemberRecord& record) {
-    if (record.status != MemberStatus::dead || !is_final_incarnation(record.incarnation)) return;
+    if (!is_final_death(record)) return;
     ctx.note_final(record);
     if (auto ended = rounds.note_final(ctx, record)) ctx.events.push_back(std::move(*ended));
   }
@@ -158,13 +158,10 @@ struct Core::Impl {
     if (ctx.config.seed_only) {
       follow_later_round(env, gossip.views, now);
       link.answer_as_witness(ctx, env.sender, gossip.views);
-    }
-    if (ctx.config.seed_only) {
       // A member's final death is kept for joiners (note_if_final): a node that starts
       // after the job ended hears so from the seed instead of waiting for its timeout.
       for (const auto& record : gossip.updates) {
-        if (record.status == MemberStatus::dead && is_final_incarnation(record.incarnation))
-          learn({record}, env.sender, now);
+        if (is_final_death(record)) learn({record}, env.sender, now);
       }
     }
     if (ctx.config.seed_only && ctx.is_seed(env.sender)) {
@@ -363,8 +360,7 @@ void Core::leave(Time now) {
 }
 
 void Core::abort(Time now, std::uint32_t rank, int status) {
-  const auto code = static_cast<std::uint64_t>(std::clamp(status, 0, 255));
-  impl_->leave_at(now, kAbortedBase | code << 32 | rank);
+  impl_->leave_at(now, aborted_incarnation(rank, status));
 }
 
 bool Core::left() const {

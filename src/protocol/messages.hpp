@@ -45,6 +45,18 @@ inline constexpr std::uint64_t kAbortedBase = 0xFFFF'0000'0000'0000;
 inline constexpr bool is_final_incarnation(std::uint64_t incarnation) {
   return incarnation >= kAbortedBase;
 }
+/// The incarnation Core::abort declares: `status` (clamped to 0-255) and `rank` in it.
+inline constexpr std::uint64_t aborted_incarnation(std::uint32_t rank, int status) {
+  const auto code = static_cast<std::uint64_t>(status < 0 ? 0 : status > 255 ? 255 : status);
+  return kAbortedBase | code << 32 | rank;
+}
+/// The failing rank and exit status an aborted incarnation carries.
+inline constexpr std::uint32_t aborted_rank(std::uint64_t incarnation) {
+  return static_cast<std::uint32_t>(incarnation & 0xFFFF'FFFFu);
+}
+inline constexpr int aborted_status(std::uint64_t incarnation) {
+  return static_cast<int>((incarnation >> 32) & 0xFFFFu);
+}
 
 /// One row of the membership table as it travels. Newer = (generation, incarnation, status)
 /// larger, with dead > suspect > alive at equal incarnation (SWIM's override order).
@@ -55,6 +67,11 @@ struct MemberRecord {
 
   bool operator==(const MemberRecord&) const = default;
 };
+
+/// The member left the job for good: dead at a final incarnation.
+inline bool is_final_death(const MemberRecord& record) {
+  return record.status == MemberStatus::dead && is_final_incarnation(record.incarnation);
+}
 
 /// A member of a view: endpoint plus generation, so a restarted process is a new member.
 struct MemberKey {

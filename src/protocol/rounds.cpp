@@ -18,8 +18,8 @@ std::optional<JobEnded> Rounds::note_final(const CoreContext& ctx, const MemberR
   event.peer = record.ann.endpoint;
   event.hostname = record.ann.hostname;
   if (failed) {
-    event.rank = static_cast<std::uint32_t>(record.incarnation & 0xFFFF'FFFFu);
-    event.status = static_cast<int>((record.incarnation >> 32) & 0xFFFFu);
+    event.rank = aborted_rank(record.incarnation);
+    event.status = aborted_status(record.incarnation);
   }
   return event;
 }

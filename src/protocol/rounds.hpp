@@ -31,7 +31,6 @@ class Rounds {
   /// too late: the job is over). Reports the first such end only; a node that left or a
   /// dedicated seed has no job to end.
   std::optional<JobEnded> note_final(const CoreContext& ctx, const MemberRecord& record);
-  bool ended() const { return ended_; }
 
  private:
   bool requested_ = false;
