@@ -311,8 +311,21 @@ int run_join(const CliOptions& options) {
                    "still answering late starters; ended that and took the port\n",
                    static_cast<unsigned>(port));
     }
-    node = std::make_unique<Node>(options.config);
-    node->start();
+    // The stay's exit closes its sockets, but the kernel may release the port a moment
+    // after the stay's end is visible to us: try again until it does (bounded).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (true) {
+      node = std::make_unique<Node>(options.config);
+      try {
+        node->start();
+        break;
+      } catch (const Error& again) {
+        if (again.code() != ErrorCode::listen_failed ||
+            std::chrono::steady_clock::now() >= deadline)
+          throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
   Assignment assignment = wait_with_progress(*node, options, [&] { return node->wait(); });
   int status = after_commit(*node, assignment, options, handoff);
