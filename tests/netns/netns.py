@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent / "support"))
-from testlib import TempDir, start, stop  # noqa: E402
+from testlib import TempDir, signal_group, start, stop  # noqa: E402
 NETNS_ETC = Path("/etc/netns")
 COMMAND_TIMEOUT = 20  # s: any single ip/nft command
 
@@ -78,11 +78,13 @@ class Process:
         return self.popen.poll() is None
 
     def pause(self) -> None:
-        """SIGSTOP: the process stalls (its kernel still acknowledges TCP) until resume()."""
-        self.popen.send_signal(signal.SIGSTOP)
+        """SIGSTOP to its process group: the node stalls (its kernel still acknowledges TCP)
+        until resume(). The group, because an env-file-only `join` runs its node in a child
+        (tools/gossip-rdzv/handoff.hpp): stopping the process waited for would not stall it."""
+        signal_group(self.popen.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
-        self.popen.send_signal(signal.SIGCONT)
+        signal_group(self.popen.pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL to its process group (it and what it started), then reaped."""
