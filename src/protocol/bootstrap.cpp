@@ -59,11 +59,16 @@ bool Bootstrap::meeting_seeds(CoreContext& ctx) {
   return !unmet_seeds_.empty();
 }
 
-// A member's PingReq made us joined before any row reached us, or every peer we knew is dead
-// (they committed without us and left). Ask the seed again, as before joining: it answers
-// with members or the outcome.
+// A member's PingReq made us joined before any row reached us, every peer we knew is dead
+// (they committed without us and left), or a restarted process was made joined by a message
+// its peers still sent to its dead generation. Ask a seed again, as before joining: it
+// answers with members or the outcome, and it learns our process. A member seed asks the
+// other seeds too: with no live peer it sends nothing else, and an elastic seed that awaits
+// the next round (one committed without it) no longer meets the seeds, so the members would
+// never hear of its new process. A dedicated seed never joins (its Join would announce it
+// as a member).
 bool Bootstrap::lost_touch(const CoreContext& ctx, bool has_outcome) const {
-  return joined_ && !ctx.listed_seed && !has_outcome && ctx.table.live_peers().empty();
+  return joined_ && !ctx.config.seed_only && !has_outcome && ctx.table.live_peers().empty();
 }
 
 void Bootstrap::tick(CoreContext& ctx, Time now, bool has_outcome) {

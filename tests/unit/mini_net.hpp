@@ -77,7 +77,8 @@ class MiniNet {
   void cut(int a, int b) {
     cut_.insert({endpoint(a), endpoint(b)}), cut_.insert({endpoint(b), endpoint(a)});
   }
-  void heal() { cut_.clear(); }
+  /// Ends every cut, one-way cuts included.
+  void heal() { cut_.clear(), one_way_.clear(); }
   /// Messages from a to b's advertised endpoint are lost; b can still send to a, and a can
   /// answer b over b's own connection (Outgoing::reply), as with a firewall on b that drops
   /// inbound connections from a.
