@@ -71,8 +71,9 @@ class NodeProcess:
         self.popen.stdin.write(" ".join(command) + "\n")
         self.popen.stdin.flush()
 
-    def next_event(self, kind, timeout=TIMEOUT):
-        """The next event of `kind`, skipping others; fails the test after `timeout`."""
+    def next_event(self, kind, timeout=TIMEOUT, **match):
+        """The next event of `kind` whose fields equal `match`, skipping others; fails the
+        test after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -81,7 +82,7 @@ class NodeProcess:
             except queue.Empty:
                 raise AssertionError(f"{self.name}: no {kind} event within {timeout} s; "
                                      f"stderr:\n{''.join(self.stderr[-30:])}") from None
-            if event["event"] == kind:
+            if event["event"] == kind and all(event.get(k) == v for k, v in match.items()):
                 return event
             if event["event"] == "exit":
                 raise AssertionError(f"{self.name} exited (status {self.popen.wait()}) waiting "
@@ -144,8 +145,7 @@ class PythonRoundsTest(unittest.TestCase):
         self.nodes[1].send("fail")
         self.nodes[1].next_event("failed")
         for i in (0, 2):
-            over = self.nodes[i].next_event("round_over")
-            self.assertEqual(over["round"], r0)
+            self.nodes[i].next_event("round_over", round=r0)
         after = [node.next_event("round") for node in self.nodes]
         self.assert_same_assignment(after)
         self.assertEqual(after[0]["round"], r0 + 1)
@@ -174,7 +174,7 @@ class PythonRoundsTest(unittest.TestCase):
         self.nodes[2].kill()
         survivors = self.nodes[:2]
         for node in survivors:
-            node.next_event("round_over")
+            node.next_event("round_over", round=r0 + 1)
         last = [node.next_event("round") for node in survivors]
         self.assert_same_assignment(last)
         self.assertGreater(last[0]["round"], r0 + 1)
