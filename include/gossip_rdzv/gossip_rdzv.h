@@ -122,7 +122,7 @@ GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
  *   if (gossip_rdzv_node_wait(node, &a)) goto fail;
  *   for (;;) {
  *     start_workers(a);                  // RANK etc. from gossip_rdzv_assignment_env
- *     int over = 0, status = -1;
+ *     int over = 0, status = -1;        // poll_workers: -1 while they run, waiting a moment
  *     while (!over && (status = poll_workers()) < 0) gossip_rdzv_node_round_over(node, a, &over);
  *     if (over) stop_workers();
  *     else if (status != 0) gossip_rdzv_node_report_workers_failed(node);

@@ -333,6 +333,9 @@ class Node:
     def wait_job_finished(self, timeout):
         """After report_workers_finished(): waits until every other member of the last round
         left too or is dead, at most `timeout` (seconds or timedelta); returns whether so."""
+        if timeout is None:
+            raise ValueError("wait_job_finished(timeout): give the longest wait, in seconds "
+                             "or as a timedelta")
         finished = ctypes.c_int()
         _check(_lib_handle.gossip_rdzv_node_wait_job_finished(
             self._handle, _milliseconds(timeout), ctypes.byref(finished)))

@@ -484,10 +484,7 @@ void StoreService::expire_waiting_for_view(Time now) {
       // Not expired; later arrivals may be, so look at all of them.
       break;
     }
-    refuse(request, Status::not_ready,
-           "this node has not agreed on a view within the request's timeout (" +
-               seconds_text(request.timeout_ms) +
-               "): the store works once every node has joined (see `gossip-rdzv members`)");
+    refuse(request, Status::not_ready, not_ready_detail(request));
     waiting_bytes_ -= held_bytes(request);
     waiting_for_view_.pop_front();
   }
@@ -495,12 +492,22 @@ void StoreService::expire_waiting_for_view(Time now) {
   std::erase_if(waiting_for_view_, [&](const auto& entry) {
     const auto& [arrival, request] = entry;
     if (request.timeout_ms == 0 || arrival + to_time(request.timeout_ms) > now) return false;
-    refuse(request, Status::not_ready,
-           "this node has not agreed on a view within the request's timeout (" +
-               seconds_text(request.timeout_ms) + ")");
+    refuse(request, Status::not_ready, not_ready_detail(request));
     waiting_bytes_ -= held_bytes(request);
     return true;
   });
+}
+
+std::string StoreService::not_ready_detail(const StoreRequest& request) const {
+  if (for_later_round(request)) {
+    return options_.self_endpoint + " has not committed round " + std::to_string(request.round) +
+           " within the request's timeout (" + seconds_text(request.timeout_ms) +
+           "; it is in round " + std::to_string(assignment_->round) +
+           "): it may have been left out of that round";
+  }
+  return "this node has not agreed on a view within the request's timeout (" +
+         seconds_text(request.timeout_ms) +
+         "): the store works once every node has joined (see `gossip-rdzv members`)";
 }
 
 std::optional<Outgoing> StoreService::poll_send() {

@@ -139,6 +139,8 @@ class StoreService {
   void expire_waiting_for_view(Time now);
   /// A part sent by an agent that is already in a later round than this node.
   bool for_later_round(const StoreRequest& request) const;
+  /// Why a request that waited for a view (of a later round, for a part) timed out.
+  std::string not_ready_detail(const StoreRequest& request) const;
   /// Drops the current round's keys and answers its open requests (on_committed).
   void end_round(std::uint32_t next_round);
   void hold_until_view(Time now, StoreRequest request);

@@ -456,6 +456,24 @@ TEST(StoreService, PartOfAnotherRoundBeforeTheViewIsNeverApplied) {
   EXPECT_EQ(net.call(0, req(Op::num_keys, {})).number, 1);  // the member's part only
 }
 
+// A part of a later round waits for that round at most its own timeout: the home may never
+// commit it (left out of it).
+TEST(StoreService, PartOfALaterRoundTimesOutNamingTheRound) {
+  Net net(2);
+  net.commit_all();
+  StoreRequest part = req(Op::get, {"k"}, {}, 100);
+  part.at_home = true;
+  part.round = 3;
+  const auto id = net.send(0, part, "c:9");
+  net.advance(99ms);
+  EXPECT_FALSE(net.answer(id));
+  net.advance(1ms);
+  ASSERT_TRUE(net.answer(id));
+  EXPECT_EQ(net.answer(id)->status, Status::not_ready);
+  EXPECT_NE(net.answer(id)->detail.find("has not committed round 3"), std::string::npos)
+      << net.answer(id)->detail;
+}
+
 // docs/store.md, "Rounds": a home drops the keys of a round when it commits the next one.
 TEST(StoreService, KeysOfAnOldRoundAreNotVisibleInTheNext) {
   Net net(3);
