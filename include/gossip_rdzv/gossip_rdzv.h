@@ -89,6 +89,10 @@ GOSSIP_RDZV_API void gossip_rdzv_config_free(gossip_rdzv_config* config);
  *   last_call       "30s"
  *   timing          lan | local | wan
  *   hostname        trainer-07
+ *   elastic         1 or 0 (also true/false): an elastic job (the command's --max-restarts > 0);
+ *                   after a round commits the nodes agree on the next one when a member dies
+ *                   or restarts, a node arrives below MAX, or a node reports its workers
+ *                   failed (gossip_rdzv_node_report_workers_failed). Default 0: agree once.
  * Returns GOSSIP_RDZV_E_USAGE naming the field for an unknown name or a bad value. Checks
  * that involve several fields happen in gossip_rdzv_node_new. */
 GOSSIP_RDZV_API int gossip_rdzv_config_set(gossip_rdzv_config* config, const char* name,
@@ -108,6 +112,65 @@ GOSSIP_RDZV_API int gossip_rdzv_node_wait(gossip_rdzv_node* node, gossip_rdzv_as
 GOSSIP_RDZV_API const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node);
 /* After commit: keep answering peers until every member knows the outcome (bounded). */
 GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
+/* ---- elastic rounds (config "elastic" = 1; docs/protocol.md, "Rounds") ------------------
+ * One assignment per round: wait for the first with gossip_rdzv_node_wait, run the workers,
+ * and poll gossip_rdzv_node_round_over while they run. When the round is over, stop them and
+ * wait for the next with gossip_rdzv_node_wait_next. When they fail, report it (the nodes
+ * agree on the next round) and wait for the next; when they finish, report that and wait for
+ * the job to finish:
+ *
+ *   gossip_rdzv_assignment* a = NULL;
+ *   if (gossip_rdzv_node_wait(node, &a)) goto fail;
+ *   for (;;) {
+ *     start_workers(a);                  // RANK etc. from gossip_rdzv_assignment_env
+ *     int over = 0, status = -1;        // poll_workers: -1 while they run, waiting a moment
+ *     while (!over && (status = poll_workers()) < 0) gossip_rdzv_node_round_over(node, a, &over);
+ *     if (over) stop_workers();
+ *     else if (status != 0) gossip_rdzv_node_report_workers_failed(node);
+ *     else break;                        // finished
+ *     gossip_rdzv_assignment* next = NULL;
+ *     if (gossip_rdzv_node_wait_next(node, a, &next)) goto fail;
+ *     gossip_rdzv_assignment_free(a);
+ *     a = next;
+ *   }
+ *   gossip_rdzv_node_report_workers_finished(node);
+ *   int finished = 0;
+ *   gossip_rdzv_node_wait_job_finished(node, 600000, &finished);
+ *
+ * The store (gossip_rdzv_store_from_node) serves the current round: keys set in an earlier
+ * round are gone once this node commits the next one (docs/store.md, "Rounds").
+ * Every call below returns E_USAGE for a NULL argument or a node whose config did not set
+ * "elastic" (a job that agrees once has no rounds). */
+
+/* *over = 1 when the job moved past `current`'s round (a member died or restarted, a node
+ * arrived, a node's workers failed): this node's workers of that round must stop. Does not
+ * block. */
+GOSSIP_RDZV_API int gossip_rdzv_node_round_over(gossip_rdzv_node* node,
+                                                const gossip_rdzv_assignment* current, int* over);
+/* Why the latest round began, for people ("round 1: node 10.0.0.3:29400 was declared dead;
+ * ..."), into *out (free with gossip_rdzv_free); *out = NULL while the job is in its first
+ * round. */
+GOSSIP_RDZV_API int gossip_rdzv_node_round_change(gossip_rdzv_node* node, char** out);
+/* Blocks until the assignment of a round after `previous` is committed, at most the join
+ * timeout; fails as gossip_rdzv_node_wait does (E_NOT_ADMITTED: the round closed without this
+ * node). Free *out with gossip_rdzv_assignment_free. */
+GOSSIP_RDZV_API int gossip_rdzv_node_wait_next(gossip_rdzv_node* node,
+                                               const gossip_rdzv_assignment* previous,
+                                               gossip_rdzv_assignment** out);
+/* This node's workers failed: the nodes agree on the next round. E_USAGE when this node has
+ * no committed round yet (call gossip_rdzv_node_wait first) or has reported its workers
+ * finished. */
+GOSSIP_RDZV_API int gossip_rdzv_node_report_workers_failed(gossip_rdzv_node* node);
+/* This node's workers finished: it leaves the job and starts no more rounds; the others do
+ * not mistake its exit for a crash. E_USAGE before gossip_rdzv_node_start. */
+GOSSIP_RDZV_API int gossip_rdzv_node_report_workers_finished(gossip_rdzv_node* node);
+/* After gossip_rdzv_node_report_workers_finished: waits until every other member of the last
+ * round left too or is dead (then this node may exit), at most `timeout_ms` (0: do not
+ * wait); *finished = 1 when so, 0 when the time ran out. E_USAGE when the workers were not
+ * reported finished. */
+GOSSIP_RDZV_API int gossip_rdzv_node_wait_job_finished(gossip_rdzv_node* node, int64_t timeout_ms,
+                                                       int* finished);
+
 /* Stops the background thread and closes sockets; the store this node served is gone. */
 GOSSIP_RDZV_API void gossip_rdzv_node_stop(gossip_rdzv_node* node);
 /* Stops if needed and frees. NULL is fine. */

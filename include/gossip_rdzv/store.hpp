@@ -14,6 +14,12 @@
 //
 // Every member keeps serving its keys while its agent runs; a dead member's keys are lost
 // (no replication), and operations on them fail with StoreErrorCode::unavailable.
+//
+// In an elastic job (Config::elastic) the store serves one round at a time: a key belongs to
+// the round in which it was set, and an agent that commits the next round drops the keys of
+// the last one and homes keys over the new round's members. A worker of the new round never
+// reads an old round's value; a request of the old round still open then fails with
+// StoreErrorCode::refused ("round 0 is over ..."). docs/store.md, "Rounds".
 #pragma once
 
 #include <chrono>

@@ -214,18 +214,39 @@ class Node:
     """A gossip-rdzv node in this process (what `gossip-rdzv join` runs).
 
     Node(seeds="node0:29400", nnodes="4", run_id="job42", listen=":29400", ...) takes the
-    fields of gossip_rdzv_config_set() as keyword arguments (lists of seeds are joined).
-    start(), wait() -> Assignment, store(timeout) -> Store, stop().
+    fields of gossip_rdzv_config_set() as keyword arguments (lists of seeds are joined,
+    booleans become 1 or 0). start(), wait() -> Assignment, store(timeout) -> Store, stop().
+
+    An elastic job (elastic=True; docs/protocol.md, "Rounds") has one assignment per round.
+    rounds() yields them; while a round's workers run, round_over(a) says when the job moved
+    on without them; report_workers_failed() starts the next round, report_workers_finished()
+    ends this node's part and wait_job_finished(timeout) waits for the others':
+
+        node = Node(seeds=seed, nnodes="2:4", elastic=True, run_id="job42").start()
+        for a in node.rounds():
+            workers = start_workers(a.env(0))          # RANK, WORLD_SIZE, MASTER_ADDR, ...
+            while workers.running() and not node.round_over(a):
+                workers.wait(timeout=0.5)
+            if workers.running():                        # the job moved on: stop them
+                workers.stop()
+            elif workers.failed():
+                node.report_workers_failed()             # every node moves to the next round
+            else:
+                node.report_workers_finished()           # ends the iteration
+        node.wait_job_finished(timeout=600)
     """
 
     def __init__(self, **fields):
         config = _lib_handle.gossip_rdzv_config_new()
         if not config:
             raise MemoryError("gossip_rdzv_config_new")
+        self._finished = False
         try:
             for name, value in fields.items():
                 if isinstance(value, (list, tuple)):
                     value = ",".join(value)
+                elif isinstance(value, bool):
+                    value = "1" if value else "0"
                 _check(_lib_handle.gossip_rdzv_config_set(config, _bytes(name), _bytes(str(value))))
             handle = ctypes.c_void_p()
             _check(_lib_handle.gossip_rdzv_node_new(config, ctypes.byref(handle)))
@@ -247,10 +268,78 @@ class Node:
         return Assignment(handle)
 
     def store(self, timeout=300.0):
+        """A client of this node's store. In an elastic job it serves the round the node is
+        in: keys set in an earlier round are gone (docs/store.md, "Rounds")."""
         handle = ctypes.c_void_p()
         _check(_lib_handle.gossip_rdzv_store_from_node(self._handle, _milliseconds(timeout),
                                                        ctypes.byref(handle)))
         return Store(_handle=handle)
+
+    # ---- elastic rounds (elastic=True); each raises GossipRdzvError "usage" otherwise ----
+
+    def rounds(self):
+        """Yields this node's assignment of each round, the first from wait(), each next one
+        from wait_next() once the body returns; stops after report_workers_finished(). The
+        body returns when this round's workers are stopped: round_over() said so, or they
+        failed and report_workers_failed() was called. Raises as wait() does (e.g.
+        not_admitted when a round closed without this node)."""
+        assignment = self.wait()
+        while True:
+            yield assignment
+            if self._finished:
+                return
+            assignment = self.wait_next(assignment)
+
+    def round_over(self, assignment):
+        """Whether the job moved past `assignment`'s round (a member died or restarted, a node
+        arrived, a node's workers failed): its workers on this node must stop. Does not
+        block."""
+        over = ctypes.c_int()
+        _check(_lib_handle.gossip_rdzv_node_round_over(self._handle, assignment._handle,
+                                                       ctypes.byref(over)))
+        return bool(over.value)
+
+    @property
+    def round_change(self):
+        """Why the latest round began, for people; None while in the first round."""
+        pointer = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_node_round_change(self._handle, ctypes.byref(pointer)))
+        if not pointer.value:
+            return None
+        try:
+            return ctypes.string_at(pointer).decode("utf-8", "replace")
+        finally:
+            _lib_handle.gossip_rdzv_free(pointer)
+
+    def wait_next(self, previous):
+        """Blocks until the assignment of a round after `previous` is committed (at most the
+        join timeout) and returns it; raises as wait() does."""
+        handle = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_node_wait_next(self._handle, previous._handle,
+                                                      ctypes.byref(handle)))
+        return Assignment(handle)
+
+    def report_workers_failed(self):
+        """This node's workers failed: every node moves to the next round. Raises "usage"
+        before this round committed, or after report_workers_finished()."""
+        _check(_lib_handle.gossip_rdzv_node_report_workers_failed(self._handle))
+
+    def report_workers_finished(self):
+        """This node's workers finished: it leaves the job (the others do not take its exit
+        for a crash) and rounds() stops."""
+        _check(_lib_handle.gossip_rdzv_node_report_workers_finished(self._handle))
+        self._finished = True
+
+    def wait_job_finished(self, timeout):
+        """After report_workers_finished(): waits until every other member of the last round
+        left too or is dead, at most `timeout` (seconds or timedelta); returns whether so."""
+        if timeout is None:
+            raise ValueError("wait_job_finished(timeout): give the longest wait, in seconds "
+                             "or as a timedelta")
+        finished = ctypes.c_int()
+        _check(_lib_handle.gossip_rdzv_node_wait_job_finished(
+            self._handle, _milliseconds(timeout), ctypes.byref(finished)))
+        return bool(finished.value)
 
     def finish(self):
         _lib_handle.gossip_rdzv_node_finish(self._handle)

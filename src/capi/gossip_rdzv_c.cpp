@@ -3,6 +3,7 @@
 // C boundary.
 #include "gossip_rdzv/gossip_rdzv.h"
 
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,8 @@ struct gossip_rdzv_config {
 struct gossip_rdzv_node {
   std::unique_ptr<gossip_rdzv::Node> node;
   std::string endpoint;
+  bool elastic = false;                        ///< Config::elastic: the round calls apply
+  std::atomic<bool> finished_reported{false};  ///< report_workers_finished was called
 };
 
 struct gossip_rdzv_assignment {
@@ -174,6 +177,23 @@ int set_listen(gossip_rdzv::Config& config, const std::string& value) {
   return GOSSIP_RDZV_OK;
 }
 
+std::optional<bool> parse_flag(std::string_view text) {
+  if (text == "1" || text == "true") return true;
+  if (text == "0" || text == "false") return false;
+  return std::nullopt;
+}
+
+// The round calls' common checks: a node handle, and a job that has rounds.
+int check_elastic(const gossip_rdzv_node* node, const char* call) {
+  if (node == nullptr) return usage(std::string(call) + ": NULL argument");
+  if (!node->elastic) {
+    return usage(std::string(call) +
+                 ": this node's job is not elastic, so it agrees once and has no rounds: set "
+                 "config 'elastic' to 1 before gossip_rdzv_node_new");
+  }
+  return GOSSIP_RDZV_OK;
+}
+
 int set_field(gossip_rdzv::Config& config, const std::string& name, const std::string& value) {
   if (name == "run_id") {
     config.run_id = value;
@@ -207,10 +227,14 @@ int set_field(gossip_rdzv::Config& config, const std::string& name, const std::s
     config.timing = *timing;
   } else if (name == "hostname") {
     config.hostname = value;
+  } else if (name == "elastic") {
+    const auto flag = parse_flag(value);
+    if (!flag) return usage(bad_value(name, value, "use 1 or 0 (true or false)"));
+    config.elastic = *flag;
   } else {
     return usage("unknown config field '" + name +
                  "': use run_id, seeds, listen, advertise, nnodes, nproc_per_node, node_rank, "
-                 "master_port, join_timeout, last_call, timing or hostname");
+                 "master_port, join_timeout, last_call, timing, hostname or elastic");
   }
   return GOSSIP_RDZV_OK;
 }
@@ -264,6 +288,7 @@ int gossip_rdzv_node_new(const gossip_rdzv_config* config, gossip_rdzv_node** ou
   return guarded([&] {
     auto handle = std::make_unique<gossip_rdzv_node>();
     handle->node = std::make_unique<gossip_rdzv::Node>(config->config);
+    handle->elastic = config->config.elastic;
     *out = handle.release();
   });
 }
@@ -292,6 +317,80 @@ const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node) {
 
 void gossip_rdzv_node_finish(gossip_rdzv_node* node) {
   if (node != nullptr) guarded([&] { node->node->finish(); });
+}
+
+int gossip_rdzv_node_round_over(gossip_rdzv_node* node, const gossip_rdzv_assignment* current,
+                                int* over) {
+  if (over != nullptr) *over = 0;
+  if (current == nullptr || over == nullptr) {
+    return usage("gossip_rdzv_node_round_over: NULL argument");
+  }
+  if (const int status = check_elastic(node, "gossip_rdzv_node_round_over")) return status;
+  return guarded([&] { *over = node->node->round_over(current->assignment) ? 1 : 0; });
+}
+
+int gossip_rdzv_node_round_change(gossip_rdzv_node* node, char** out) {
+  if (out == nullptr) return usage("gossip_rdzv_node_round_change: NULL argument");
+  *out = nullptr;
+  if (const int status = check_elastic(node, "gossip_rdzv_node_round_change")) return status;
+  return guarded([&] {
+    if (const auto change = node->node->round_change()) *out = copy_text(*change);
+  });
+}
+
+int gossip_rdzv_node_wait_next(gossip_rdzv_node* node, const gossip_rdzv_assignment* previous,
+                               gossip_rdzv_assignment** out) {
+  if (out != nullptr) *out = nullptr;
+  if (previous == nullptr || out == nullptr) {
+    return usage("gossip_rdzv_node_wait_next: NULL argument");
+  }
+  if (const int status = check_elastic(node, "gossip_rdzv_node_wait_next")) return status;
+  return guarded([&] {
+    auto handle = std::make_unique<gossip_rdzv_assignment>();
+    handle->assignment = node->node->wait_next(previous->assignment);
+    *out = handle.release();
+  });
+}
+
+int gossip_rdzv_node_report_workers_failed(gossip_rdzv_node* node) {
+  constexpr const char* call = "gossip_rdzv_node_report_workers_failed";
+  if (const int status = check_elastic(node, call)) return status;
+  if (node->finished_reported) {
+    return usage(std::string(call) +
+                 ": this node already reported its workers finished and left the job");
+  }
+  bool accepted = false;
+  const int status = guarded([&] { accepted = node->node->report_workers_failed(); });
+  if (status != GOSSIP_RDZV_OK || accepted) return status;
+  return usage(std::string(call) +
+               ": this node's current round has not committed yet: call gossip_rdzv_node_wait "
+               "(or gossip_rdzv_node_wait_next after a round change) first");
+}
+
+int gossip_rdzv_node_report_workers_finished(gossip_rdzv_node* node) {
+  constexpr const char* call = "gossip_rdzv_node_report_workers_finished";
+  if (const int status = check_elastic(node, call)) return status;
+  if (node->endpoint.empty())
+    return usage(std::string(call) + ": call gossip_rdzv_node_start first");
+  return guarded([&] {
+    node->node->report_workers_finished();
+    node->finished_reported = true;
+  });
+}
+
+int gossip_rdzv_node_wait_job_finished(gossip_rdzv_node* node, int64_t timeout_ms, int* finished) {
+  constexpr const char* call = "gossip_rdzv_node_wait_job_finished";
+  if (finished == nullptr) return usage(std::string(call) + ": NULL argument");
+  *finished = 0;
+  if (const int status = check_elastic(node, call)) return status;
+  if (!node->finished_reported) {
+    return usage(std::string(call) +
+                 ": call gossip_rdzv_node_report_workers_finished first (the job cannot finish "
+                 "while this node's workers run)");
+  }
+  if (timeout_ms < 0) return usage(std::string(call) + ": the timeout is negative");
+  return guarded(
+      [&] { *finished = node->node->wait_job_finished(milliseconds(timeout_ms)) ? 1 : 0; });
 }
 
 void gossip_rdzv_node_stop(gossip_rdzv_node* node) {

@@ -32,6 +32,7 @@ std::size_t held_bytes(const StoreRequest& request) {
 StoreService::StoreService(ServiceOptions options) : options_(std::move(options)) {}
 
 void StoreService::on_committed(Time now, const Assignment& assignment) {
+  if (assignment_ && assignment.round != assignment_->round) end_round(assignment.round);
   assignment_ = assignment;
   std::vector<std::string> endpoints;
   for (const auto& node : assignment.nodes) endpoints.push_back(node.endpoint);
@@ -40,6 +41,11 @@ void StoreService::on_committed(Time now, const Assignment& assignment) {
   waiting_for_view_.clear();
   waiting_bytes_ = 0;
   for (auto& [arrival, request] : waiting) {
+    if (for_later_round(request)) {  // the sender is ahead of this node still
+      waiting_bytes_ += held_bytes(request);
+      waiting_for_view_.emplace_back(arrival, std::move(request));
+      continue;
+    }
     // The time already spent waiting counts against the request's own timeout.
     if (request.timeout_ms != 0) {
       const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(now - arrival);
@@ -48,6 +54,40 @@ void StoreService::on_committed(Time now, const Assignment& assignment) {
     release(now, request);
   }
   drain_state();
+}
+
+bool StoreService::for_later_round(const StoreRequest& request) const {
+  return request.at_home && assignment_ && request.round > assignment_->round;
+}
+
+void StoreService::end_round(std::uint32_t next_round) {
+  const std::string why = "round " + std::to_string(assignment_->round) +
+                          " is over (the job moved to round " + std::to_string(next_round) +
+                          "): its keys are gone, and a worker of that round must stop";
+  // Our clients' calls of the old round: every part is forgotten, local tickets cancelled.
+  std::vector<std::uint64_t> calls;
+  for (const auto& [call_id, call] : calls_) calls.push_back(call_id);
+  Reply reply;
+  reply.status = Status::refused;
+  reply.detail = why;
+  for (const std::uint64_t call_id : calls) finish_call(call_id, reply, "");
+  // Other agents' parts parked at this home (a get waiting for a key) are answered too.
+  for (const auto& [ticket, origin] : origins_) {
+    if (origin.local_part) continue;
+    StoreResponse response{options_.run_id,
+                           origin.request_id,
+                           options_.self_endpoint,
+                           Status::refused,
+                           {},
+                           0,
+                           "",
+                           why,
+                           options_.self_endpoint};
+    respond(origin.reply_to, std::move(response));
+  }
+  origins_.clear();
+  local_answers_.clear();
+  state_ = StoreState();
 }
 
 void StoreService::release(Time now, const StoreRequest& request) {
@@ -99,13 +139,14 @@ void StoreService::handle_request(Time now, StoreRequest request) {
   } else if (request.op != Op::stats) {
     ++stats_.client_requests;
   }
-  if (homes_) {
+  if (homes_ && !for_later_round(request)) {
     release(now, request);
     return;
   }
   // Before the view nothing is applied, not even a part addressed to us as its home: its
   // round can only be checked against a view (the sender may have committed first, or be a
-  // stranger), so it waits like a client's request.
+  // stranger), so it waits like a client's request. A part for a later round than ours
+  // comes from an agent that committed that round first: it waits for our commit of it.
   hold_until_view(now, std::move(request));
 }
 
@@ -443,10 +484,7 @@ void StoreService::expire_waiting_for_view(Time now) {
       // Not expired; later arrivals may be, so look at all of them.
       break;
     }
-    refuse(request, Status::not_ready,
-           "this node has not agreed on a view within the request's timeout (" +
-               seconds_text(request.timeout_ms) +
-               "): the store works once every node has joined (see `gossip-rdzv members`)");
+    refuse(request, Status::not_ready, not_ready_detail(request));
     waiting_bytes_ -= held_bytes(request);
     waiting_for_view_.pop_front();
   }
@@ -454,12 +492,22 @@ void StoreService::expire_waiting_for_view(Time now) {
   std::erase_if(waiting_for_view_, [&](const auto& entry) {
     const auto& [arrival, request] = entry;
     if (request.timeout_ms == 0 || arrival + to_time(request.timeout_ms) > now) return false;
-    refuse(request, Status::not_ready,
-           "this node has not agreed on a view within the request's timeout (" +
-               seconds_text(request.timeout_ms) + ")");
+    refuse(request, Status::not_ready, not_ready_detail(request));
     waiting_bytes_ -= held_bytes(request);
     return true;
   });
+}
+
+std::string StoreService::not_ready_detail(const StoreRequest& request) const {
+  if (for_later_round(request)) {
+    return options_.self_endpoint + " has not committed round " + std::to_string(request.round) +
+           " within the request's timeout (" + seconds_text(request.timeout_ms) +
+           "; it is in round " + std::to_string(assignment_->round) +
+           "): it may have been left out of that round";
+  }
+  return "this node has not agreed on a view within the request's timeout (" +
+         seconds_text(request.timeout_ms) +
+         "): the store works once every node has joined (see `gossip-rdzv members`)";
 }
 
 std::optional<Outgoing> StoreService::poll_send() {
@@ -512,7 +560,10 @@ bool StoreService::invariants() const {
   }
   std::size_t held = 0;
   for (const auto& [arrival, request] : waiting_for_view_) held += held_bytes(request);
-  if (held != waiting_bytes_ || (homes_ && !waiting_for_view_.empty())) return false;
+  if (held != waiting_bytes_) return false;
+  for (const auto& [arrival, request] : waiting_for_view_) {
+    if (homes_ && !for_later_round(request)) return false;  // released at the commit
+  }
   return call_deadlines_.size() <= calls_.size() && state_.invariants();
 }
 

@@ -60,6 +60,11 @@ class StoreService {
   explicit StoreService(ServiceOptions options);
 
   /// The agreed view: from now on keys have homes. Requests that waited for it run now.
+  /// A view of another round than the current one starts that round (docs/store.md,
+  /// "Rounds"): the keys this home held are dropped, and every request of the old round still
+  /// open here (its clients' calls, other agents' parts parked at this home) is answered
+  /// Status::refused, saying the round is over. Parts for a later round than this node's
+  /// wait until it commits that round.
   void on_committed(Time now, const Assignment& assignment);
   /// One message that is_store_message() claimed.
   void on_bytes(Time now, const std::uint8_t* data, std::size_t size);
@@ -132,6 +137,12 @@ class StoreService {
   void answer_locally(std::uint64_t part_id, Reply reply);
   Reply dead_home_reply(const Part& part) const;
   void expire_waiting_for_view(Time now);
+  /// A part sent by an agent that is already in a later round than this node.
+  bool for_later_round(const StoreRequest& request) const;
+  /// Why a request that waited for a view (of a later round, for a part) timed out.
+  std::string not_ready_detail(const StoreRequest& request) const;
+  /// Drops the current round's keys and answers its open requests (on_committed).
+  void end_round(std::uint32_t next_round);
   void hold_until_view(Time now, StoreRequest request);
   /// Runs a request that waited for the view: a part at its home, or a client's request.
   void release(Time now, const StoreRequest& request);

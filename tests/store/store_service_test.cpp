@@ -55,6 +55,22 @@ class Net {
     pump();
   }
   std::string endpoint(std::size_t i) const { return view_.nodes.at(i).endpoint; }
+  /// The view of the next elastic round: `round`, with the first `keep` nodes (commit() then
+  /// hands it to each node).
+  void new_round(std::uint32_t round, std::size_t keep) {
+    view_.round = round;
+    view_.nodes.resize(keep);
+  }
+  /// A key whose home is node `node` in the current view.
+  std::string key_homed_at(std::size_t node, const std::string& prefix = "k") const {
+    std::vector<std::string> endpoints;
+    for (const auto& entry : view_.nodes) endpoints.push_back(entry.endpoint);
+    const HomeMap homes(endpoints);
+    for (int i = 0;; ++i) {
+      const std::string candidate = prefix + std::to_string(i);
+      if (homes.members()[homes.home_index(candidate)] == endpoint(node)) return candidate;
+    }
+  }
   StoreService& service(std::size_t i) { return *services_.at(endpoint(i)); }
 
   // Sends from a client at `client` to the agent of node `agent`; returns the request id.
@@ -413,14 +429,16 @@ TEST(StoreService, PartReachingAHomeBeforeItsViewWaitsForIt) {
 }
 
 // Bytes from anyone that claim to be a part for their home are not written before the view,
-// and once there is one, only if they are of its round.
+// and once there is one, only if they are of its round and from one of its members.
 TEST(StoreService, PartOfAnotherRoundBeforeTheViewIsNeverApplied) {
   Net net(2);
   StoreRequest part = req(Op::set, {"k"}, {b("stranger")}, 0);
   part.at_home = true;
+  part.round = 0;
+  const auto stranger = net.send(0, part, "stranger:1");
   part.round = 7;
   net.send(0, part, net.endpoint(1));  // as if from a member: its refusal goes there
-  const auto stranger = net.send(0, part, "stranger:1");
+  const auto later = net.send(0, part, "stranger:1");
   EXPECT_EQ(net.service(0).stats().home_requests, 0u);
   net.commit_all();
   EXPECT_EQ(net.service(0).stats().home_requests, 0u);
@@ -429,6 +447,90 @@ TEST(StoreService, PartOfAnotherRoundBeforeTheViewIsNeverApplied) {
   EXPECT_EQ(net.answer(stranger)->status, Status::refused);
   EXPECT_NE(net.answer(stranger)->detail.find("no member"), std::string::npos)
       << net.answer(stranger)->detail;
+  // A part of a later round waits for this node's commit of that round, which checks it.
+  EXPECT_FALSE(net.answer(later));
+  net.new_round(7, 2);
+  net.commit_all();
+  ASSERT_TRUE(net.answer(later));
+  EXPECT_EQ(net.answer(later)->status, Status::refused);
+  EXPECT_EQ(net.call(0, req(Op::num_keys, {})).number, 1);  // the member's part only
+}
+
+// A part of a later round waits for that round at most its own timeout: the home may never
+// commit it (left out of it).
+TEST(StoreService, PartOfALaterRoundTimesOutNamingTheRound) {
+  Net net(2);
+  net.commit_all();
+  StoreRequest part = req(Op::get, {"k"}, {}, 100);
+  part.at_home = true;
+  part.round = 3;
+  const auto id = net.send(0, part, "c:9");
+  net.advance(99ms);
+  EXPECT_FALSE(net.answer(id));
+  net.advance(1ms);
+  ASSERT_TRUE(net.answer(id));
+  EXPECT_EQ(net.answer(id)->status, Status::not_ready);
+  EXPECT_NE(net.answer(id)->detail.find("has not committed round 3"), std::string::npos)
+      << net.answer(id)->detail;
+}
+
+// docs/store.md, "Rounds": a home drops the keys of a round when it commits the next one.
+TEST(StoreService, KeysOfAnOldRoundAreNotVisibleInTheNext) {
+  Net net(3);
+  net.commit_all();
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "r/" + std::to_string(i);
+    ASSERT_EQ(net.call(i % 3, req(Op::set, {key}, {b("old")})).status, Status::ok);
+  }
+  EXPECT_EQ(net.call(0, req(Op::num_keys, {})).number, 20);
+  net.new_round(1, 3);
+  net.commit_all();
+  EXPECT_EQ(net.call(1, req(Op::num_keys, {})).number, 0);
+  EXPECT_EQ(net.call(2, req(Op::check, {"r/0", "r/1"})).number, 0);
+  const auto id = net.send(0, req(Op::get, {"r/3"}, {}, 100));
+  net.advance(100ms);
+  ASSERT_TRUE(net.answer(id));
+  EXPECT_EQ(net.answer(id)->status, Status::timeout);
+  EXPECT_EQ(net.call(1, req(Op::set, {"r/3"}, {b("new")})).status, Status::ok);
+  EXPECT_EQ(s(net.call(2, req(Op::get, {"r/3"})).values.at(0)), "new");
+}
+
+// Requests of the old round still open when a node commits the next one are answered: its
+// clients' calls (to a remote home or to itself) and other agents' parts parked at it.
+TEST(StoreService, OpenRequestsOfAnOldRoundAreRefusedWhenItEnds) {
+  Net net(2);
+  net.commit_all();
+  const auto remote = net.send(0, req(Op::get, {net.key_homed_at(1)}, {}, 0));
+  const auto local = net.send(0, req(Op::get, {net.key_homed_at(0)}, {}, 0));
+  const auto parked = net.send(1, req(Op::wait, {net.key_homed_at(0, "w")}, {}, 0), "c:2");
+  EXPECT_FALSE(net.answer(remote) || net.answer(local) || net.answer(parked));
+  net.new_round(1, 2);
+  net.commit(net.endpoint(0));
+  for (const auto id : {remote, local, parked}) {
+    ASSERT_TRUE(net.answer(id));
+    EXPECT_EQ(net.answer(id)->status, Status::refused);
+    EXPECT_NE(net.answer(id)->detail.find("round 0 is over"), std::string::npos)
+        << net.answer(id)->detail;
+  }
+  net.commit(net.endpoint(1));
+}
+
+// A worker of the new round reaches a home still in the old round: its part waits for the
+// home's commit of the new round, and never sees the old round's value.
+TEST(StoreService, PartOfTheNextRoundWaitsForItsHomeToCommitIt) {
+  Net net(2);
+  net.commit_all();
+  const std::string key = net.key_homed_at(1);
+  ASSERT_EQ(net.call(0, req(Op::set, {key}, {b("old")})).status, Status::ok);
+  net.new_round(1, 2);
+  net.commit(net.endpoint(0));
+  const auto id = net.send(0, req(Op::get, {key}, {}, 0));
+  EXPECT_FALSE(net.answer(id));  // held by node 1, which holds "old" for round 0
+  net.send(0, req(Op::set, {key}, {b("new")}, 0));
+  net.commit(net.endpoint(1));
+  ASSERT_TRUE(net.answer(id));
+  EXPECT_EQ(net.answer(id)->status, Status::ok);
+  EXPECT_EQ(s(net.answer(id)->values.at(0)), "new");
 }
 
 // What waits for the view is bounded in bytes, not only in count.

@@ -96,6 +96,22 @@ class PythonPackageTest(unittest.TestCase):
             if saved is not None:
                 os.environ["GOSSIP_RDZV_STORE"] = saved
 
+    def test_round_calls_on_a_job_that_is_not_elastic_are_usage_errors(self):
+        node, assignment = self.nodes[0], self.assignments[0]
+        calls = [lambda: node.round_over(assignment), lambda: node.round_change,
+                 lambda: node.wait_next(assignment), node.report_workers_failed,
+                 node.report_workers_finished, lambda: node.wait_job_finished(0)]
+        for call in calls:
+            with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
+                call()
+            self.assertEqual(caught.exception.name, "usage")
+            self.assertIn("not elastic", str(caught.exception))
+        with self.assertRaises(ValueError):
+            node.wait_job_finished(None)
+        with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
+            gossip_rdzv.Node(seeds="127.0.0.1:1", elastic="maybe")
+        self.assertIn("elastic", str(caught.exception))
+
     def test_torch_store_subclass(self):
         try:
             import torch.distributed as dist
