@@ -8,29 +8,44 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import unittest
 from pathlib import Path
+from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
 from cluster import Cluster, check_consistent  # noqa: E402
-from testlib import temp_dir  # noqa: E402
+from testlib import free_ports, temp_dir, wait_until  # noqa: E402
 
 PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
 WORKER = str(HERE / "worker.py")
+ELASTIC_WORKER = str(HERE / "elastic_worker.py")
 NODES, NPROC = 4, 2
 WORLD = NODES * NPROC
 TORCH_TIMEOUT = 240.0
 
 
-class E2ETest(unittest.TestCase):
+class TorchJobTest(unittest.TestCase):
+    """A cluster of nodes under a temporary directory whose workers write to self.out
+    (GR_E2E_OUT, inherited by the nodes, then the workers)."""
+
     def setUp(self) -> None:
         self.tmp = temp_dir(self, "gossip-rdzv-e2e-")
         self.cluster = Cluster(self.tmp)
         self.addCleanup(self.cluster.close)
         self.out = self.tmp / "results"
         self.out.mkdir()
+        self.setenv("GR_E2E_OUT", str(self.out))
+
+    def setenv(self, name: str, value: str) -> None:
+        """Sets a variable the nodes started from now on (and their workers) inherit."""
+        os.environ[name] = value
+        self.addCleanup(os.environ.pop, name, None)
+
+
+class E2ETest(TorchJobTest):
 
     def check_results(self, logs: str) -> None:
         results = [json.loads((self.out / f"rank{r}.json").read_text())
@@ -67,8 +82,6 @@ class E2ETest(unittest.TestCase):
 
     def test_join_runs_gloo_workers(self):
         """`gossip-rdzv join ... -- /usr/bin/python3 worker.py`: the CLI starts the workers."""
-        os.environ["GR_E2E_OUT"] = str(self.out)  # inherited by the nodes, then the workers
-        self.addCleanup(os.environ.pop, "GR_E2E_OUT", None)
         nodes = self.cluster.start_nodes(NODES, nprocs=[NPROC] * NODES,
                                          extra=["--", PYTHON, WORKER])
         codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
@@ -79,17 +92,8 @@ class E2ETest(unittest.TestCase):
         self.check_results(logs)
 
 
-class ElasticTest(unittest.TestCase):
+class ElasticTest(TorchJobTest):
     """`join --max-restarts K -- CMD`: failures re-form the job instead of ending it."""
-
-    def setUp(self) -> None:
-        self.tmp = temp_dir(self, "gossip-rdzv-elastic-")
-        self.cluster = Cluster(self.tmp)
-        self.addCleanup(self.cluster.close)
-        self.out = self.tmp / "results"
-        self.out.mkdir()
-        os.environ["GR_E2E_OUT"] = str(self.out)  # inherited by the nodes, then the workers
-        self.addCleanup(os.environ.pop, "GR_E2E_OUT", None)
 
     def results(self, world: int, logs: str) -> list:
         found = [json.loads((self.out / f"rank{r}.json").read_text())
@@ -98,8 +102,7 @@ class ElasticTest(unittest.TestCase):
         return found
 
     def test_a_worker_crash_restarts_every_node_and_the_job_finishes(self):
-        os.environ["GR_CRASH_RANK"] = "1"
-        self.addCleanup(os.environ.pop, "GR_CRASH_RANK", None)
+        self.setenv("GR_CRASH_RANK", "1")
         nodes = self.cluster.start_nodes(
             3, extra=["--max-restarts", "2", "--", PYTHON, str(HERE / "elastic_worker.py")])
         codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
@@ -113,9 +116,8 @@ class ElasticTest(unittest.TestCase):
         self.assertIn("restart 1 of 2", logs)
 
     def test_restarts_exhausted_end_the_agent_with_the_failure(self):
-        os.environ["GR_CRASH_RANK"] = "0"
-        self.addCleanup(os.environ.pop, "GR_CRASH_RANK", None)
-        os.environ["GR_CRASH_EVERY_ROUND"] = "1"
+        self.setenv("GR_CRASH_RANK", "0")
+        self.setenv("GR_CRASH_EVERY_ROUND", "1")
         nodes = self.cluster.start_nodes(
             2, extra=["--max-restarts", "1", "--", PYTHON, str(HERE / "elastic_worker.py")])
         codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
@@ -128,6 +130,108 @@ class ElasticTest(unittest.TestCase):
         self.assertIn("local rank 0 (rank 0) on this node failed with exit status 1; "
                       "restarts exhausted (1 of 1 used)", self.cluster.logs([nodes[rank0]]))
         self.assertIn("the job failed: rank 0 on node", self.cluster.logs([nodes[1 - rank0]]))
+
+
+def descendants(pid: int) -> List[int]:
+    """Every process below `pid` (its workers, their children, the launcher's watchdog)."""
+    children: Dict[int, List[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The parent pid follows the command name, which may hold spaces: after ')'.
+            ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def signal_node(node, sig: int) -> None:
+    """`sig` to a node's agent and everything below it, as a dying or frozen machine: the
+    workers run in process groups of their own, so the agent's group alone would miss them."""
+    for pid in [node.proc.popen.pid, *descendants(node.proc.popen.pid)]:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class ElasticFaultTest(TorchJobTest):
+    """Issue #22: an elastic job (`--nnodes 2:3`, one gloo worker per node) survives a node
+    that dies mid-job. The workers run GR_STEPS slow steps, so each fault
+    lands mid-job; each test awaits the checkpoint that says the job got that far."""
+
+    STEPS, STEP_SECONDS = 50, 0.25
+    # Faults land once round 0 saved this step.
+    FAULT_STEP = 4
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.setenv("GR_STEPS", str(self.STEPS))
+        self.setenv("GR_STEP_SECONDS", str(self.STEP_SECONDS))
+        # A round below MAX waits --last-call for more nodes before it closes (30 s by
+        # default, as torchrun's): shortened, so a re-formed round starts within seconds.
+        self.args = ["--last-call", "1s", "--max-restarts", "1", "--", PYTHON, ELASTIC_WORKER]
+
+    def checkpoint(self) -> dict:
+        try:
+            return json.loads((self.out / "checkpoint.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def await_step(self, step: int, min_restart: int = 0, timeout: float = TORCH_TIMEOUT) -> None:
+        """Waits until the job saved `step` in round `min_restart` or later."""
+        def reached() -> bool:
+            if all(n.proc.poll() is not None for n in self.cluster.nodes):
+                self.fail(f"every node exited\n{self.cluster.logs()}")
+            c = self.checkpoint()
+            return c.get("restart", -1) >= min_restart and c.get("step", 0) >= step
+        wait_until(reached, timeout, f"step {step} of a round >= {min_restart} "
+                   f"(checkpoint: {self.checkpoint()})\n{self.cluster.logs()}", interval=0.05)
+
+    def check_finished(self, world: int, logs: str, min_restart: int = 1) -> List[dict]:
+        """Every rank of the last round reported: world size `world`, resumed from a checkpoint
+        and the sum of a full group."""
+        found = [json.loads((self.out / f"rank{r}.json").read_text())
+                 for r in range(world) if (self.out / f"rank{r}.json").exists()]
+        self.assertEqual(len(found), world, f"only {len(found)} of {world} ranks finished\n{logs}")
+        self.assertFalse((self.out / f"rank{world}.json").exists(), f"a rank >= {world}\n{logs}")
+        for result in found:
+            self.assertEqual(result["world_size"], world, logs)
+            self.assertGreaterEqual(result["restart_count"], min_restart, logs)
+            self.assertGreater(result["resumed_from"], 0, logs)  # from the checkpoint
+            self.assertEqual(result["sum"], world * (world + 1) // 2, logs)
+        self.assertEqual(len({r["restart_count"] for r in found}), 1, logs)
+        return found
+
+    def start_three(self) -> list:
+        """Three nodes of `--nnodes 2:3`; the first is the seed."""
+        ports = free_ports(3)
+        seeds = [f"127.0.0.1:{ports[0]}"]
+        nodes = [self.cluster.add_node(seeds, "2:3", port=port, extra=self.args,
+                                       join_timeout="60s", start=False)
+                 for port in ports]
+        for node in nodes:
+            self.cluster.start_node(node)
+        return nodes
+
+    def test_a_killed_node_leaves_two_survivors_that_finish(self):
+        nodes = self.start_three()
+        self.await_step(self.FAULT_STEP)
+        victim = nodes[2]  # not the seed
+        signal_node(victim, signal.SIGKILL)
+        survivors = nodes[:2]
+        codes = self.cluster.wait_nodes(survivors, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0], logs)
+        self.assertEqual(victim.proc.poll(), -signal.SIGKILL, logs)
+        self.check_finished(2, logs)
 
 
 if __name__ == "__main__":
