@@ -43,6 +43,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import signal
 import statistics
 import sys
@@ -171,7 +172,7 @@ class Trial:
                     "--listen", f"127.0.0.1:{self.ports[index]}", "--nnodes", self.fault.nnodes,
                     "--run-id", self.run_id, "--max-restarts", str(MAX_RESTARTS),
                     *(["--profile", self.args.profile] if self.args.profile else []),
-                    "--", TORCH_PYTHON, str(WORKER)]
+                    *shlex.split(self.args.gossip_args), "--", TORCH_PYTHON, str(WORKER)]
         return [TORCH_PYTHON, str(TORCHRUN), "--nnodes", self.fault.nnodes,
                 "--nproc_per_node", "1", "--rdzv_backend", "c10d",
                 "--rdzv_endpoint", f"127.0.0.1:{self.store_port}", "--rdzv_id", self.run_id,
@@ -366,6 +367,9 @@ def main() -> int:
     parser.add_argument("--binary", default=built_tool("gossip-rdzv", "GOSSIP_RDZV_BIN")
                         or "gossip-rdzv", help="gossip-rdzv to run")
     parser.add_argument("--profile", help="gossip-rdzv's --profile (default: none, i.e. LAN)")
+    parser.add_argument("--gossip-args", default="",
+                        help="more options for every gossip-rdzv join, written with '=': "
+                             "--gossip-args='--last-call 2s'")
     parser.add_argument("--json", help="also write every trial and the summary to this file")
     parser.add_argument("--keep", action="store_true",
                         help="keep the trials' logs (their directory is printed)")
@@ -379,11 +383,12 @@ def main() -> int:
 
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}  load {os.getloadavg()[0]:.1f}")
-    print(f"# gossip-rdzv: {args.binary}, profile {args.profile or 'default (LAN)'}; "
+    print(f"# gossip-rdzv: {args.binary}, profile {args.profile or 'default (LAN)'}"
+          f"{' ' + args.gossip_args if args.gossip_args else ''}; "
           f"{args.repeats} runs each; recovery timeout {args.recovery_timeout:.0f} s", flush=True)
     raw = {"meta": {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "repeats": args.repeats,
                     "recovery_timeout_s": args.recovery_timeout,
-                    "profile": args.profile or "lan"},
+                    "profile": args.profile or "lan", "gossip_args": args.gossip_args},
            "results": []}
     rows = []
     tmp = TempDir("gossip-rdzv-bench-elastic-", keep=args.keep)
