@@ -204,13 +204,15 @@ class Trial:
         return codes
 
     def error_name(self, indices) -> Optional[str]:
-        """The first `...Error` or `...Exception` named in the agents' stderr (torch's trace)."""
+        """The exception that ended the first of the agents with a traceback: the last
+        `[module.]NameError: ...` line of its stderr (before it, its workers' own)."""
         for i in indices:
             agent = self.agents[i]
             if agent is not None:
-                found = re.search(r"\b(\w+(?:Error|Exception))\b", agent.stderr)
+                found = re.findall(r"^(?:\w+\.)*(\w+(?:Error|Exception)):", agent.stderr,
+                                   re.MULTILINE)
                 if found:
-                    return found.group(1)
+                    return found[-1]
         return None
 
     def signal_node(self, index: int, sig: int) -> None:
