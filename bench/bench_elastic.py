@@ -6,7 +6,9 @@ Each trial starts agents on 127.0.0.1, each running one gloo worker
 wall-clock time; once every worker runs in the expected world size it injects one fault and
 measures, from the fault, when a worker started after the fault completed its first
 all_reduce on every surviving agent (the first all_reduce of the new round). The figure is
-the slowest survivor's. Faults (3 agents in all):
+the slowest survivor's; "new workers started" is when the last of those workers started
+(the agents' part: noticing, agreeing, launching; the rest is Python importing torch and
+init_process_group). Faults (3 agents in all):
 
   worker-exit   3 agents, --nnodes 3: the worker of the third agent exits 1 (SIGUSR1 makes it
                 log the time and exit 1); survivors: all 3 agents
@@ -303,7 +305,8 @@ def run_trial(system: str, fault: Fault, args: argparse.Namespace, workdir: Path
         }
         if len(firsts) == len(survivors):
             result.update(status="recovered",
-                          seconds=max(r.reduces[0] for r in firsts.values()) - t_fault)
+                          seconds=max(r.reduces[0] for r in firsts.values()) - t_fault,
+                          started_s=max(r.started for r in firsts.values()) - t_fault)
         elif codes and len(codes) + len(firsts) == len(survivors):
             ended = max(trial.agents[i].ended for i in codes)  # monotonic, like `deadline`
             result.update(status="agents exited",
@@ -325,8 +328,10 @@ def summarize(runs: List[dict]) -> dict:
     times = [r["seconds"] for r in runs if r["status"] == "recovered"]
     summary = {"runs": len(runs), "recovered": len(times)}
     if times:
+        starts = [r["started_s"] for r in runs if r["status"] == "recovered"]
         summary.update(median_s=round(statistics.median(times), 3),
-                       min_s=round(min(times), 3), max_s=round(max(times), 3))
+                       min_s=round(min(times), 3), max_s=round(max(times), 3),
+                       started_median_s=round(statistics.median(starts), 3))
     worlds = sorted({w for r in runs for w in r.get("world", [])})
     restarts = sorted({c for r in runs for c in r.get("restart_count", [])})
     summary.update(world=worlds, restart_count=restarts)
@@ -346,8 +351,9 @@ def summarize(runs: List[dict]) -> dict:
 def table_row(fault: Fault, system: str, s: dict) -> str:
     figure = (f"{s['median_s']:.2f} ({s['min_s']:.2f}-{s['max_s']:.2f})"
               if s["recovered"] else "-")
+    started = f"{s['started_median_s']:.2f}" if s["recovered"] else "-"
     return (f"| {fault.name} | {SYSTEM_NAMES[system]} | {s['recovered']}/{s['runs']} | "
-            f"{figure} | {','.join(map(str, s['world'])) or '-'} | "
+            f"{figure} | {started} | {','.join(map(str, s['world'])) or '-'} | "
             f"{','.join(map(str, s['restart_count'])) or '-'} | {'; '.join(s['notes'])} |")
 
 
@@ -417,8 +423,9 @@ def main() -> int:
         tmp.cleanup()
     print()
     print("| fault | system | recovered | fault -> first all_reduce of the new round on every "
-          "survivor, s: median (min-max) | new world | TORCHELASTIC_RESTART_COUNT | notes |")
-    print("|---|---|---|---|---|---|---|")
+          "survivor, s: median (min-max) | new workers started, s | new world | "
+          "TORCHELASTIC_RESTART_COUNT | notes |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
     if args.json:

@@ -48,12 +48,14 @@ class ParseTest(unittest.TestCase):
 
     def test_a_trial_without_recovery_is_counted_and_named(self):
         summary = bench_elastic.summarize([
-            {"status": "recovered", "seconds": 2.0, "world": [2], "restart_count": [1]},
+            {"status": "recovered", "seconds": 2.0, "started_s": 1.0, "world": [2],
+             "restart_count": [1]},
             {"status": "no recovery", "detail": "no recovery within 120 s",
              "recovered_survivors": 1, "survivors": 2, "world": [2], "restart_count": [1]},
             {"status": "agents exited", "detail": "agents exited [1] within 1.1 s",
              "error": "RendezvousConnectionError", "recovered_survivors": 0, "survivors": 2}])
-        self.assertEqual((summary["runs"], summary["recovered"], summary["median_s"]), (3, 1, 2.0))
+        self.assertEqual((summary["runs"], summary["recovered"], summary["median_s"],
+                          summary["started_median_s"]), (3, 1, 2.0, 1.0))
         self.assertEqual(summary["notes"], [
             "1 of 3: no recovery within 120 s; 1 of 2 survivors recovered",
             "1 of 3: agents exited [1] within 1.1 s (RendezvousConnectionError)"])
@@ -80,6 +82,7 @@ class SmokeTest(unittest.TestCase):
         self.assertEqual(trial["restart_count"], [1])  # TORCHELASTIC_RESTART_COUNT
         self.assertEqual(len(trial["per_survivor_s"]), 3)
         self.assertAlmostEqual(trial["seconds"], max(trial["per_survivor_s"].values()), places=2)
+        self.assertLess(trial["started_s"], trial["seconds"])  # a worker starts, then reduces
         summary = data["results"][0]["summary"]
         self.assertEqual((summary["runs"], summary["recovered"]), (1, 1))
         self.assertLessEqual(summary["min_s"], summary["median_s"])
