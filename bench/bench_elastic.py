@@ -17,12 +17,12 @@ init_process_group). Faults (3 agents in all):
   node-stop     the same with SIGSTOP (a frozen machine); survivors: the other 2
   node-arrival  2 agents, --nnodes 2:3, running; then the third starts (the fault time is its
                 launch); survivors: all 3
-  seed-kill     3 agents, --nnodes 2:3: SIGKILL to the first agent, gossip-rdzv's only --seed
-                and the host of torch's rendezvous TCPStore; survivors: the other 2
+  seed-kill     3 agents, --nnodes 2:3: SIGKILL to the first agent, gossip-rdzv's (first)
+                seed and the host of torch's rendezvous TCPStore; survivors: the other 2
 
 Systems:
   gossip  `gossip-rdzv join --seed <agent 1> --nnodes ... --max-restarts 3 -- WORKER`, the
-          default (LAN) profile unless --profile
+          default (LAN) profile unless --profile; --seeds 3 lists every agent as a seed
   torch   torchrun 1.13 (Debian's, through bench/torchrun_py311.py) with
           `--rdzv_backend c10d --rdzv_endpoint 127.0.0.1:PORT --max_restarts 3
           --monitor_interval 5`, default timeouts; `--rdzv_conf is_host=1` on the first
@@ -161,7 +161,7 @@ class Trial:
         self.system, self.fault, self.args, self.workdir = system, fault, args, workdir
         self.fleet = Processes(workdir)
         self.agents: List[Optional[Proc]] = [None, None, None]
-        self.ports = free_ports(3)  # gossip-rdzv: each agent's --listen; agent 0 is the seed
+        self.ports = free_ports(3)  # gossip-rdzv: each agent's --listen; the first are seeds
         self.store_port = free_port()  # torchrun: the c10d TCPStore on agent 0
         self.run_id = f"bench-elastic-{self.ports[0]}"
 
@@ -170,7 +170,8 @@ class Trial:
 
     def command(self, index: int) -> List[str]:
         if self.system == "gossip":
-            return [self.args.binary, "join", "--seed", f"127.0.0.1:{self.ports[0]}",
+            seeds = ",".join(f"127.0.0.1:{port}" for port in self.ports[:self.args.seeds])
+            return [self.args.binary, "join", "--seed", seeds,
                     "--listen", f"127.0.0.1:{self.ports[index]}", "--nnodes", self.fault.nnodes,
                     "--run-id", self.run_id, "--max-restarts", str(MAX_RESTARTS),
                     *(["--profile", self.args.profile] if self.args.profile else []),
@@ -375,6 +376,9 @@ def main() -> int:
     parser.add_argument("--binary", default=built_tool("gossip-rdzv", "GOSSIP_RDZV_BIN")
                         or "gossip-rdzv", help="gossip-rdzv to run")
     parser.add_argument("--profile", help="gossip-rdzv's --profile (default: none, i.e. LAN)")
+    parser.add_argument("--seeds", type=int, choices=(1, 2, 3), default=1,
+                        help="gossip-rdzv: the first 1-3 agents are every agent's --seed list "
+                             "(1; seed-kill kills the first)")
     parser.add_argument("--gossip-args", default="",
                         help="more options for every gossip-rdzv join, written with '=': "
                              "--gossip-args='--last-call 2s'")
@@ -391,12 +395,14 @@ def main() -> int:
 
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}  load {os.getloadavg()[0]:.1f}")
-    print(f"# gossip-rdzv: {args.binary}, profile {args.profile or 'default (LAN)'}"
+    print(f"# gossip-rdzv: {args.binary}, profile {args.profile or 'default (LAN)'}, "
+          f"{args.seeds} seed(s)"
           f"{' ' + args.gossip_args if args.gossip_args else ''}; "
           f"{args.repeats} runs each; recovery timeout {args.recovery_timeout:.0f} s", flush=True)
     raw = {"meta": {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "repeats": args.repeats,
                     "recovery_timeout_s": args.recovery_timeout,
-                    "profile": args.profile or "lan", "gossip_args": args.gossip_args},
+                    "profile": args.profile or "lan", "seeds": args.seeds,
+                    "gossip_args": args.gossip_args},
            "results": []}
     rows = []
     tmp = TempDir("gossip-rdzv-bench-elastic-", keep=args.keep)
