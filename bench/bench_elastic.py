@@ -310,9 +310,8 @@ def run_trial(system: str, fault: Fault, args: argparse.Namespace, workdir: Path
                           started_s=max(r.started for r in firsts.values()) - t_fault)
         elif codes and len(codes) + len(firsts) == len(survivors):
             ended = max(trial.agents[i].ended for i in codes)  # monotonic, like `deadline`
-            result.update(status="agents exited",
-                          detail=f"agents exited {sorted(set(codes.values()))} within "
-                                 f"{ended - (deadline - args.recovery_timeout):.1f} s",
+            result.update(status="agents exited", exit_codes=sorted(set(codes.values())),
+                          exited_s=ended - (deadline - args.recovery_timeout),
                           error=trial.error_name(codes))
         else:
             result.update(status="no recovery",
@@ -323,6 +322,19 @@ def run_trial(system: str, fault: Fault, args: argparse.Namespace, workdir: Path
 
 
 # ---- the table -----------------------------------------------------------------------------
+
+def note_of(run: dict) -> str:
+    """What happened in a trial that did not recover, without its times."""
+    if run["status"] == "agents exited":
+        note = f"every survivor's agent exited {','.join(map(str, run['exit_codes']))}"
+    else:
+        note = run.get("detail", run["status"])
+    if run.get("error"):
+        note += f" ({run['error']})"
+    if run.get("recovered_survivors"):
+        note += f"; {run['recovered_survivors']} of {run['survivors']} survivors recovered"
+    return note
+
 
 def summarize(runs: List[dict]) -> dict:
     """The figures of one fault x system over its repetitions."""
@@ -336,16 +348,15 @@ def summarize(runs: List[dict]) -> dict:
     worlds = sorted({w for r in runs for w in r.get("world", [])})
     restarts = sorted({c for r in runs for c in r.get("restart_count", [])})
     summary.update(world=worlds, restart_count=restarts)
-    notes = {}
+    notes: Dict[str, List[dict]] = {}  # what happened -> the trials it happened in
     for r in runs:
         if r["status"] != "recovered":
-            note = r.get("detail", r["status"])
-            if r.get("error"):
-                note += f" ({r['error']})"
-            if r.get("recovered_survivors"):
-                note += f"; {r['recovered_survivors']} of {r['survivors']} survivors recovered"
-            notes[note] = notes.get(note, 0) + 1
-    summary["notes"] = [f"{count} of {len(runs)}: {note}" for note, count in notes.items()]
+            notes.setdefault(note_of(r), []).append(r)
+    summary["notes"] = []
+    for note, trials in notes.items():
+        exits = [r["exited_s"] for r in trials if "exited_s" in r]
+        when = f", {min(exits):.1f}-{max(exits):.1f} s after the fault" if exits else ""
+        summary["notes"].append(f"{len(trials)} of {len(runs)}: {note}{when}")
     return summary
 
 

@@ -52,13 +52,16 @@ class ParseTest(unittest.TestCase):
              "restart_count": [1]},
             {"status": "no recovery", "detail": "no recovery within 120 s",
              "recovered_survivors": 1, "survivors": 2, "world": [2], "restart_count": [1]},
-            {"status": "agents exited", "detail": "agents exited [1] within 1.1 s",
+            {"status": "agents exited", "exit_codes": [1], "exited_s": 1.1,
+             "error": "RendezvousConnectionError", "recovered_survivors": 0, "survivors": 2},
+            {"status": "agents exited", "exit_codes": [1], "exited_s": 2.5,
              "error": "RendezvousConnectionError", "recovered_survivors": 0, "survivors": 2}])
         self.assertEqual((summary["runs"], summary["recovered"], summary["median_s"],
-                          summary["started_median_s"]), (3, 1, 2.0, 1.0))
+                          summary["started_median_s"]), (4, 1, 2.0, 1.0))
         self.assertEqual(summary["notes"], [
-            "1 of 3: no recovery within 120 s; 1 of 2 survivors recovered",
-            "1 of 3: agents exited [1] within 1.1 s (RendezvousConnectionError)"])
+            "1 of 4: no recovery within 120 s; 1 of 2 survivors recovered",
+            "2 of 4: every survivor's agent exited 1 (RendezvousConnectionError), "
+            "1.1-2.5 s after the fault"])
 
 
 class SmokeTest(unittest.TestCase):
