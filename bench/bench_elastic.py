@@ -427,7 +427,7 @@ def main() -> int:
                     run = run_trial(system, fault, args, workdir)
                     runs.append(run)
                     shown = (f"{run['seconds']:.2f} s" if run["status"] == "recovered"
-                             else run.get("detail", run["status"]))
+                             else note_of(run))
                     print(f"# {name} {system} run {r + 1}: {run['status']}: {shown}",
                           flush=True)
                 summary = summarize(runs)
