@@ -46,9 +46,9 @@ typedef enum gossip_rdzv_status {
   GOSSIP_RDZV_E_NOT_ADMITTED = 9,
   GOSSIP_RDZV_E_IO = 10,
   GOSSIP_RDZV_E_SEED_UNRESOLVED = 11,
-  GOSSIP_RDZV_E_JOB_OVER = 12, /* an elastic job of this run id ended (finished or failed) */
-  GOSSIP_RDZV_E_INTERNAL = 70,           /* a bug: please report it */
-  GOSSIP_RDZV_E_STORE_TIMEOUT = 101,     /* a key was not set in time (message names it) */
+  GOSSIP_RDZV_E_JOB_OVER = 12,       /* an elastic job of this run id ended (finished or failed) */
+  GOSSIP_RDZV_E_INTERNAL = 70,       /* a bug: please report it */
+  GOSSIP_RDZV_E_STORE_TIMEOUT = 101, /* a key was not set in time (message names it) */
   GOSSIP_RDZV_E_STORE_UNAVAILABLE = 102, /* the agent or the key's home did not answer */
   GOSSIP_RDZV_E_STORE_BAD_REQUEST = 103, /* e.g. add on a value that is not a number */
   GOSSIP_RDZV_E_STORE_NOT_READY = 104,   /* the agent had no agreed view in time */
@@ -137,6 +137,11 @@ GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
  *   int finished = 0;
  *   gossip_rdzv_node_wait_job_finished(node, 600000, &finished);
  *
+ * A launcher that counts restarts reports the last failure with
+ * gossip_rdzv_node_report_job_failed instead of _report_workers_failed: every node's
+ * gossip_rdzv_node_wait_next then fails with E_JOB_OVER, and gossip_rdzv_node_job_failure
+ * says which node, rank and exit status ended the job.
+ *
  * The store (gossip_rdzv_store_from_node) serves the current round: keys set in an earlier
  * round are gone once this node commits the next one (docs/store.md, "Rounds").
  * Every call below returns E_USAGE for a NULL argument or a node whose config did not set
@@ -164,10 +169,25 @@ GOSSIP_RDZV_API int gossip_rdzv_node_report_workers_failed(gossip_rdzv_node* nod
 /* This node's workers finished: it leaves the job and starts no more rounds; the others do
  * not mistake its exit for a crash. E_USAGE before gossip_rdzv_node_start. */
 GOSSIP_RDZV_API int gossip_rdzv_node_report_workers_finished(gossip_rdzv_node* node);
-/* After gossip_rdzv_node_report_workers_finished: waits until every other member of the last
- * round left too or is dead (then this node may exit), at most `timeout_ms` (0: do not
- * wait); *finished = 1 when so, 0 when the time ran out. E_USAGE when the workers were not
- * reported finished. */
+/* This node's workers failed and it has no restart left (its --max-restarts): the job ends
+ * on every node. Each other member's gossip_rdzv_node_round_over turns 1 and its
+ * gossip_rdzv_node_wait_next fails with E_JOB_OVER; gossip_rdzv_node_job_failure there names
+ * this node, `rank` (the global rank of the worker that failed first) and `status` (its exit
+ * status, or 128+N for signal N; clamped to 0-255). A node started later is refused with
+ * E_JOB_OVER. Call gossip_rdzv_node_wait_job_finished next to let the news spread. E_USAGE
+ * before gossip_rdzv_node_start or after gossip_rdzv_node_report_workers_finished. */
+GOSSIP_RDZV_API int gossip_rdzv_node_report_job_failed(gossip_rdzv_node* node, uint32_t rank,
+                                                       int status);
+/* Whether another node ended the job with gossip_rdzv_node_report_job_failed: *failed = 1
+ * and *rank, *status and *message (one line naming the node, rank and status; free with
+ * gossip_rdzv_free) are set; otherwise *failed = 0 and *message = NULL. Exit with *status
+ * to end this agent as the failing one does. Does not block. */
+GOSSIP_RDZV_API int gossip_rdzv_node_job_failure(gossip_rdzv_node* node, int* failed,
+                                                 uint32_t* rank, int* status, char** message);
+/* After gossip_rdzv_node_report_workers_finished or _report_job_failed: waits until every
+ * other member of the last round left too or is dead (then this node may exit), at most
+ * `timeout_ms` (0: do not wait); *finished = 1 when so, 0 when the time ran out. E_USAGE
+ * when neither was reported. */
 GOSSIP_RDZV_API int gossip_rdzv_node_wait_job_finished(gossip_rdzv_node* node, int64_t timeout_ms,
                                                        int* finished);
 

@@ -17,13 +17,15 @@ In a worker started by `gossip-rdzv join ... -- python3 train.py`:
 docs/store.md describes the store, its semantics and errors.
 """
 
+import collections
 import ctypes
 import datetime
 
 from . import _lib
 from .errors import GossipRdzvError, StoreError, StoreTimeout
 
-__all__ = ["Store", "Node", "Assignment", "GossipRdzvError", "StoreError", "StoreTimeout"]
+__all__ = ["Store", "Node", "Assignment", "JobFailure", "GossipRdzvError", "StoreError",
+           "StoreTimeout"]
 
 _lib_handle = _lib.lib
 
@@ -210,6 +212,12 @@ class Assignment:
             _lib_handle.gossip_rdzv_assignment_free(handle)
 
 
+JobFailure = collections.namedtuple("JobFailure", "rank status message")
+JobFailure.__doc__ = """How another node ended the job (Node.job_failure()): the global rank of
+its worker that failed first, that worker's exit status (128+N for signal N), one line for
+people."""
+
+
 class Node:
     """A gossip-rdzv node in this process (what `gossip-rdzv join` runs).
 
@@ -330,8 +338,34 @@ class Node:
         _check(_lib_handle.gossip_rdzv_node_report_workers_finished(self._handle))
         self._finished = True
 
+    def report_job_failed(self, rank, status):
+        """This node's workers failed with no restart left: the job ends on every node.
+        Elsewhere round_over() turns true, wait_next() raises GossipRdzvError "job_over" and
+        job_failure() names this node, `rank` (the worker that failed first) and `status`
+        (its exit status, or 128+N for signal N). rounds() stops; call wait_job_finished()
+        next so the news spreads before this process exits."""
+        _check(_lib_handle.gossip_rdzv_node_report_job_failed(self._handle, int(rank),
+                                                              int(status)))
+        self._finished = True
+
+    def job_failure(self):
+        """None, or (rank, status, message) once another node ended the job with
+        report_job_failed(): exit with `status` as that node does."""
+        failed, rank, status = ctypes.c_int(), ctypes.c_uint32(), ctypes.c_int()
+        pointer = ctypes.c_void_p()
+        _check(_lib_handle.gossip_rdzv_node_job_failure(
+            self._handle, ctypes.byref(failed), ctypes.byref(rank), ctypes.byref(status),
+            ctypes.byref(pointer)))
+        if not failed.value:
+            return None
+        try:
+            message = ctypes.string_at(pointer).decode("utf-8", "replace")
+        finally:
+            _lib_handle.gossip_rdzv_free(pointer)
+        return JobFailure(rank.value, status.value, message)
+
     def wait_job_finished(self, timeout):
-        """After report_workers_finished(): waits until every other member of the last round
+        """After report_workers_finished() or report_job_failed(): waits until every other member of the last round
         left too or is dead, at most `timeout` (seconds or timedelta); returns whether so."""
         if timeout is None:
             raise ValueError("wait_job_finished(timeout): give the longest wait, in seconds "

@@ -32,7 +32,7 @@ struct gossip_rdzv_node {
   std::unique_ptr<gossip_rdzv::Node> node;
   std::string endpoint;
   bool elastic = false;                        ///< Config::elastic: the round calls apply
-  std::atomic<bool> finished_reported{false};  ///< report_workers_finished was called
+  std::atomic<bool> finished_reported{false};  ///< report_workers_finished or report_job_failed
 };
 
 struct gossip_rdzv_assignment {
@@ -378,6 +378,36 @@ int gossip_rdzv_node_report_workers_finished(gossip_rdzv_node* node) {
   });
 }
 
+int gossip_rdzv_node_report_job_failed(gossip_rdzv_node* node, uint32_t rank, int status) {
+  constexpr const char* call = "gossip_rdzv_node_report_job_failed";
+  if (const int checked = check_elastic(node, call)) return checked;
+  if (node->endpoint.empty())
+    return usage(std::string(call) + ": call gossip_rdzv_node_start first");
+  if (node->finished_reported) {
+    return usage(std::string(call) +
+                 ": this node already reported its workers finished and left the job");
+  }
+  return guarded([&] {
+    node->node->report_job_failed(rank, status);
+    node->finished_reported = true;
+  });
+}
+
+int gossip_rdzv_node_job_failure(gossip_rdzv_node* node, int* failed, uint32_t* rank, int* status,
+                                 char** message) {
+  constexpr const char* call = "gossip_rdzv_node_job_failure";
+  if (failed == nullptr || rank == nullptr || status == nullptr || message == nullptr)
+    return usage(std::string(call) + ": NULL argument");
+  *failed = 0, *rank = 0, *status = 0, *message = nullptr;
+  if (const int checked = check_elastic(node, call)) return checked;
+  return guarded([&] {
+    if (const auto failure = node->node->job_failure()) {
+      *failed = 1, *rank = failure->rank, *status = failure->status;
+      *message = copy_text(failure->message);
+    }
+  });
+}
+
 int gossip_rdzv_node_wait_job_finished(gossip_rdzv_node* node, int64_t timeout_ms, int* finished) {
   constexpr const char* call = "gossip_rdzv_node_wait_job_finished";
   if (finished == nullptr) return usage(std::string(call) + ": NULL argument");
@@ -385,8 +415,9 @@ int gossip_rdzv_node_wait_job_finished(gossip_rdzv_node* node, int64_t timeout_m
   if (const int status = check_elastic(node, call)) return status;
   if (!node->finished_reported) {
     return usage(std::string(call) +
-                 ": call gossip_rdzv_node_report_workers_finished first (the job cannot finish "
-                 "while this node's workers run)");
+                 ": call gossip_rdzv_node_report_workers_finished or "
+                 "gossip_rdzv_node_report_job_failed first (the job cannot finish while this "
+                 "node's workers run)");
   }
   if (timeout_ms < 0) return usage(std::string(call) + ": the timeout is negative");
   return guarded(

@@ -3,7 +3,8 @@
  * commit or in the wrong order, NULL arguments), then three elastic nodes in this process:
  * one reports its workers failed and every node gets round 1 with the same assignment; one
  * node stops and the two others get a round without it; all report their workers finished
- * and the job finishes. Exits non-zero with a message on any failure. */
+ * and the job finishes; in a second job one node reports its last failure and the other is
+ * told which node, rank and status ended the job. Exits non-zero with a message on any failure. */
 #include "support/capi_check.h"
 
 #define NODES 3
@@ -98,6 +99,46 @@ static void errors_are_usage_with_messages(void) {
   gossip_rdzv_assignment_free(a);
 }
 
+/* Two nodes; one reports its last failure: the other's wait_next fails with E_JOB_OVER and
+ * job_failure names the node, rank and status. */
+static void a_reported_job_failure_reaches_the_other_node(void) {
+  int failed = 7, status = 7;
+  uint32_t rank = 7;
+  char* message = (char*)"untouched";
+  CHECK_USAGE(gossip_rdzv_node_report_job_failed(NULL, 0, 1), "NULL");
+  CHECK_USAGE(gossip_rdzv_node_job_failure(NULL, &failed, &rank, &status, &message), "NULL");
+
+  char seed[64];
+  snprintf(seed, sizeof seed, "127.0.0.1:%d", free_port());
+  gossip_rdzv_node* nodes[2] = {new_node(seed, seed, "2", "1"),
+                                new_node(seed, "127.0.0.1:0", "2", "1")};
+  CHECK_USAGE(gossip_rdzv_node_report_job_failed(nodes[0], 0, 1), "start");
+  gossip_rdzv_assignment* a[2] = {0};
+  for (int i = 0; i < 2; ++i) REQUIRE_OK(gossip_rdzv_node_start(nodes[i]));
+  for (int i = 0; i < 2; ++i) REQUIRE_OK(gossip_rdzv_node_wait(nodes[i], &a[i]));
+  REQUIRE_OK(gossip_rdzv_node_job_failure(nodes[1], &failed, &rank, &status, &message));
+  CHECK(failed == 0 && message == NULL);
+
+  REQUIRE_OK(gossip_rdzv_node_report_job_failed(nodes[0], 1, 7));
+  CHECK_USAGE(gossip_rdzv_node_report_workers_failed(nodes[0]), "left the job");
+  gossip_rdzv_assignment* next = NULL;
+  CHECK(gossip_rdzv_node_wait_next(nodes[1], a[1], &next) == GOSSIP_RDZV_E_JOB_OVER);
+  CHECK(next == NULL);
+  int over = 0;
+  REQUIRE_OK(gossip_rdzv_node_round_over(nodes[1], a[1], &over));
+  CHECK(over == 1);
+  REQUIRE_OK(gossip_rdzv_node_job_failure(nodes[1], &failed, &rank, &status, &message));
+  CHECK(failed == 1 && rank == 1 && status == 7);
+  CHECK(message != NULL && strstr(message, gossip_rdzv_node_endpoint(nodes[0])) != NULL);
+  gossip_rdzv_free(message);
+  int finished = 0;
+  REQUIRE_OK(gossip_rdzv_node_wait_job_finished(nodes[0], 0, &finished));
+  for (int i = 0; i < 2; ++i) {
+    gossip_rdzv_assignment_free(a[i]);
+    gossip_rdzv_node_free(nodes[i]);
+  }
+}
+
 int main(void) {
   errors_are_usage_with_messages();
 
@@ -175,6 +216,7 @@ int main(void) {
     gossip_rdzv_assignment_free(a[i]);
     gossip_rdzv_node_free(nodes[i]);
   }
+  a_reported_job_failure_reaches_the_other_node();
   if (failures == 0) printf("capi_rounds_test: ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -100,7 +100,8 @@ class PythonPackageTest(unittest.TestCase):
         node, assignment = self.nodes[0], self.assignments[0]
         calls = [lambda: node.round_over(assignment), lambda: node.round_change,
                  lambda: node.wait_next(assignment), node.report_workers_failed,
-                 node.report_workers_finished, lambda: node.wait_job_finished(0)]
+                 node.report_workers_finished, lambda: node.wait_job_finished(0),
+                 lambda: node.report_job_failed(0, 1), node.job_failure]
         for call in calls:
             with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
                 call()
@@ -111,6 +112,28 @@ class PythonPackageTest(unittest.TestCase):
         with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
             gossip_rdzv.Node(seeds="127.0.0.1:1", elastic="maybe")
         self.assertIn("elastic", str(caught.exception))
+
+    def test_a_job_failure_reported_by_one_elastic_node_reaches_the_other(self):
+        seed = f"127.0.0.1:{free_port()}"
+        common = dict(run_id="py-job-failure", seeds=[seed], nnodes="2", timing="local",
+                      join_timeout="20s", elastic=True)
+        nodes = [gossip_rdzv.Node(listen=seed, **common).start(),
+                 gossip_rdzv.Node(listen="127.0.0.1:0", **common).start()]
+        try:
+            assignments = [node.wait() for node in nodes]
+            self.assertIsNone(nodes[1].job_failure())
+            nodes[0].report_job_failed(rank=1, status=137)
+            with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
+                nodes[1].wait_next(assignments[1])
+            self.assertEqual(caught.exception.name, "job_over")
+            self.assertTrue(nodes[1].round_over(assignments[1]))
+            failure = nodes[1].job_failure()
+            self.assertEqual((failure.rank, failure.status), (1, 137))
+            self.assertIn(nodes[0].endpoint, failure.message)
+            self.assertIn("signal 9", failure.message)
+        finally:
+            for node in nodes:
+                node.stop()
 
     def test_torch_store_subclass(self):
         try:
