@@ -24,6 +24,10 @@ CoreContext::CoreContext(CoreConfig cfg)
   std::sort(seed_set.begin(), seed_set.end());
 }
 
+Time later_round_last_call(const CoreConfig& config) {
+  return std::min(as_time(config.last_call), as_time(5 * config.timing.gossip_interval));
+}
+
 void CoreContext::start_round(std::uint32_t round) {
   config.round = round;
   // Every round's quorum base is round 0's: the seed list as given (config.seeds no longer
@@ -31,7 +35,7 @@ void CoreContext::start_round(std::uint32_t round) {
   QuorumBase base = agreement.base();
   agreement = Agreement(AgreementConfig{
       MemberKey{config.self.endpoint, config.self.generation}, round, config.min_nodes,
-      config.max_nodes, as_time(config.last_call), std::move(base), table.pool_handle()});
+      config.max_nodes, later_round_last_call(config), std::move(base), table.pool_handle()});
   dirty = true;
 }
 

@@ -34,6 +34,13 @@ Time as_time(Duration d) {
 /// whose only seed is itself (the first node of a job started from a library).
 QuorumBase base_of(const CoreConfig& config);
 
+/// The last call of every round after the first (docs/protocol.md, "Rounds"): the job runs
+/// already, its members are known and a node that arrives later starts one more round, so
+/// waiting the whole --last-call again would only hold the restart back. Five gossip
+/// periods (1 s in the LAN profile) let the news of a change — a death, several nodes
+/// started together — reach every member first; never longer than --last-call.
+Time later_round_last_call(const CoreConfig& config);
+
 struct CoreContext {
   /// Takes our own endpoint out of the seed list (listed_seed says it was there).
   explicit CoreContext(CoreConfig cfg);

@@ -279,6 +279,19 @@ TEST(Rounds, AMemberStillInTheJobIsNotToldItFinishedWhenAnotherLeaves) {
   EXPECT_FALSE(net.node(1)->job_finished());
 }
 
+// A round after the first waits a few gossip periods, not --last-call again
+// (later_round_last_call): the survivors of a death re-form as soon as they know of it.
+TEST(Rounds, ARoundAfterTheFirstDoesNotWaitTheWholeLastCall) {
+  MiniNet net(2, 3);
+  net.last_call = 60s;
+  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }, 10s));  // MAX: no wait
+  net.crash(3);
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 1); }, 20s));
+  expect_one_outcome(net, {1, 2}, 1);
+  EXPECT_EQ(commit_of(net, 1, 1)->nnodes(), 2u);
+}
+
 /// The last round node i committed, if it is later than `after` and has `size` members.
 std::optional<std::uint32_t> later_round_of_size(MiniNet& net, int i, std::uint32_t after,
                                                  std::size_t size) {
