@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -52,26 +53,39 @@ void yield_port_on_request(std::uint16_t port) {
   }).detach();
 }
 
-/// The parent's whole life: pass interrupts on, and end with the child's word.
+/// The parent's whole life: pass interrupts on, and end with the child's word. It sleeps
+/// until one of the two arrives (no periodic wake-up: a job starts one parent per node).
 int wait_for_child(pid_t child, int ready_fd) {
   sigset_t passed_on;
   sigemptyset(&passed_on);
   for (int signal : {SIGINT, SIGTERM}) sigaddset(&passed_on, signal);
-  const timespec no_wait{0, 0};
+  // Interrupt signals are blocked in every thread (main.cpp), so they queue for signalfd.
+  const int signals = signalfd(-1, &passed_on, SFD_CLOEXEC);
   while (true) {
-    pollfd fd{ready_fd, POLLIN, 0};
-    // Interrupt signals are blocked in every thread (main.cpp): poll them between waits.
-    const int polled = poll(&fd, 1, 20);
+    pollfd fds[2] = {{ready_fd, POLLIN, 0}, {signals, POLLIN, 0}};
+    const int polled = poll(fds, signals >= 0 ? 2 : 1, signals >= 0 ? -1 : 20);
     if (polled < 0 && errno != EINTR) break;
-    if (polled > 0) {
+    if (polled > 0 && fds[0].revents != 0) {
       char word = 0;
       const ssize_t got = read(ready_fd, &word, 1);
-      if (got == 1 && word == kReady) return 0;
+      if (got == 1 && word == kReady) {
+        if (signals >= 0) close(signals);
+        return 0;
+      }
       if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) break;  // it exited
     }
-    for (int signal; (signal = sigtimedwait(&passed_on, nullptr, &no_wait)) > 0;)
-      kill(child, signal);
+    if (signals >= 0 && polled > 0 && fds[1].revents != 0) {
+      signalfd_siginfo info{};
+      if (read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+        kill(child, static_cast<int>(info.ssi_signo));
+    } else if (signals < 0) {
+      // Without signalfd: look for pending interrupts between short waits.
+      const timespec no_wait{0, 0};
+      for (int signal; (signal = sigtimedwait(&passed_on, nullptr, &no_wait)) > 0;)
+        kill(child, signal);
+    }
   }
+  if (signals >= 0) close(signals);
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0) {
     if (errno != EINTR) return static_cast<int>(ErrorCode::internal);
