@@ -162,6 +162,14 @@ bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count) {
   return !state.joined && seed_count > 0 && decisive_refusals(state).size() >= seed_count;
 }
 
+bool refused_by_seeds_of_another_run(const RuntimeState& state, std::size_t seed_count) {
+  if (!refused_by_every_seed(state, seed_count)) return false;
+  const auto refusals = decisive_refusals(state);
+  return std::all_of(refusals.begin(), refusals.end(), [](const protocol::PeerRefused& r) {
+    return r.reason == protocol::RefuseReason::run_id_mismatch;
+  });
+}
+
 /// What peers told this node about its own endpoint, or "" when nobody did.
 std::string told_unreachable_text(const RuntimeState& state, const std::string& self) {
   if (state.unreachable_reports.empty()) return "";

@@ -37,6 +37,9 @@ std::vector<protocol::PeerRefused> decisive_refusals(const RuntimeState& state);
 /// Before joining we only talk to seeds: once as many seeds have refused as we have, waiting
 /// longer cannot help.
 bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count);
+/// refused_by_every_seed, each seed for another run id: possibly a previous job's node still
+/// staying on a seed's port (Node::wait lets one stay pass before it believes them).
+bool refused_by_seeds_of_another_run(const RuntimeState& state, std::size_t seed_count);
 /// What peers told this node about its own endpoint `self`, or "" when nobody did.
 std::string told_unreachable_text(const RuntimeState& state, const std::string& self);
 /// The nodes this node refused because they belong to another run id, with that run id, or

@@ -46,6 +46,7 @@ using runtime::progress_rows;
 using runtime::reachable_only_one_way;
 using runtime::refusal_error;
 using runtime::refused_by_every_seed;
+using runtime::refused_by_seeds_of_another_run;
 
 /// The committed assignment of the round the node is in (none while a new round forms).
 std::optional<Assignment> current_assignment(const runtime::RuntimeState& state) {
@@ -220,12 +221,27 @@ Assignment Node::wait() {
     throw Error(ErrorCode::usage, "Node::wait() on a dedicated seed: it never joins a round");
   }
   const std::size_t seed_count = impl_->seeds.size();
+  const Clock::time_point deadline = impl_->started_at + impl_->config.join_timeout;
+  auto over = [](const runtime::RuntimeState& s) {
+    return current_assignment(s).has_value() || s.fatal || s.not_admitted || s.job_ended ||
+           s.loop_failure || s.stopped;
+  };
   runtime.wait_until(
       [&](const runtime::RuntimeState& s) {
-        return current_assignment(s) || s.fatal || s.not_admitted || s.job_ended ||
-               s.loop_failure || s.stopped || refused_by_every_seed(s, seed_count);
+        return over(s) || refused_by_every_seed(s, seed_count);
       },
-      impl_->started_at + impl_->config.join_timeout);
+      deadline);
+  if (!over(runtime.state()) && refused_by_seeds_of_another_run(runtime.state(), seed_count)) {
+    // The refusal may come from the stay of a previous job on a seed's machine, still
+    // answering on the port until it ends or the new node there ends it (one stay at most):
+    // the join goes on meanwhile, and only a refusal that outlasts that is final.
+    const auto& timing = impl_->config.timing;
+    const Clock::time_point settled =
+        std::min(deadline, Clock::now() + std::max(timing.commit_grace, timing.join_backoff_max));
+    runtime.wait_until([&](const runtime::RuntimeState& s) { return over(s) || s.joined; },
+                       settled);
+    if (runtime.state().joined) runtime.wait_until(over, deadline);
+  }
   return impl_->outcome_of(runtime.state());
 }
 

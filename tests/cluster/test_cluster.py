@@ -492,6 +492,23 @@ class OutputTest(ClusterTest):
         self.assertEqual(codes, [0, 0], self.cluster.logs(second))
         self.assertIn("ended that and took the port", self.cluster.logs(second[:1]))
 
+    def test_a_node_refused_by_the_previous_jobs_stay_on_its_seed_port_waits_for_the_new_seed(self):
+        """A node of the next job that reaches the previous job's stay on the seed's port is
+        refused for its run id; that is not final while the seed's new node may still come
+        and take the port (one stay): it joins once the new seed is there."""
+        first = self.cluster.start_nodes(2, profile="lan")
+        self.converge(first)
+        early = self.cluster.add_node([first[0].endpoint], "2", profile="lan",
+                                      run_id="cluster-test-2")
+        wait_until(lambda: "refused this node" in early.proc.stderr
+                   or early.proc.poll() is not None,
+                   timeout=CONVERGE_TIMEOUT, what="the previous job's stay to refuse the node")
+        self.assertIsNone(early.proc.poll(), self.cluster.logs([early]))
+        seed = self.cluster.add_node([first[0].endpoint], "2", port=first[0].port,
+                                     profile="lan", run_id="cluster-test-2")
+        codes = self.cluster.wait_nodes([early, seed], timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(codes, [0, 0], self.cluster.logs([early, seed]))
+
     def test_node_level_env_file(self):
         """Without {local_rank} the env file holds the node-level variables: no RANK when the
         node runs several processes."""
