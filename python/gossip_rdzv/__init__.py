@@ -365,8 +365,9 @@ class Node:
         return JobFailure(rank.value, status.value, message)
 
     def wait_job_finished(self, timeout):
-        """After report_workers_finished() or report_job_failed(): waits until every other member of the last round
-        left too or is dead, at most `timeout` (seconds or timedelta); returns whether so."""
+        """After report_workers_finished() or report_job_failed(): waits until every other
+        member of the last round left too or is dead, at most `timeout` (seconds or
+        timedelta); returns whether so."""
         if timeout is None:
             raise ValueError("wait_job_finished(timeout): give the longest wait, in seconds "
                              "or as a timedelta")

@@ -77,13 +77,17 @@ bool on_this_machine(const std::string& endpoint) {
   return parsed && is_loopback_host(parsed->host);
 }
 
+/// "host (endpoint)", or the endpoint alone when the host name is unknown or says nothing more.
+std::string peer_label(const std::string& endpoint, const std::string& hostname) {
+  if (hostname.empty() || hostname == endpoint) return printable(endpoint);
+  return printable(hostname) + " (" + printable(endpoint) + ")";
+}
+
 }  // namespace
 
 std::string describe_round_start(const protocol::RoundStarted& e, const PeerDetail& detail) {
   using protocol::RoundReason;
-  std::string peer = printable(e.peer);
-  if (!detail.hostname.empty() && detail.hostname != e.peer)
-    peer = printable(detail.hostname) + " (" + peer + ")";
+  const std::string peer = peer_label(e.peer, detail.hostname);
   std::string why;
   switch (e.reason) {
     case RoundReason::workers_failed:
@@ -110,9 +114,7 @@ std::string describe_round_start(const protocol::RoundStarted& e, const PeerDeta
 }
 
 std::string describe_job_end(const protocol::JobEnded& e) {
-  const std::string who = e.hostname.empty() || e.hostname == e.peer
-                              ? printable(e.peer)
-                              : printable(e.hostname) + " (" + printable(e.peer) + ")";
+  const std::string who = peer_label(e.peer, e.hostname);
   if (!e.failed) {
     return "the job of this run id already finished: node " + who +
            " left after its workers finished. Start a new job with a new --run-id";
