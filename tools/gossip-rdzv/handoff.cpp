@@ -61,6 +61,7 @@ int wait_for_child(pid_t child, int ready_fd) {
   for (int signal : {SIGINT, SIGTERM}) sigaddset(&passed_on, signal);
   // Interrupt signals are blocked in every thread (main.cpp), so they queue for signalfd.
   const int signals = signalfd(-1, &passed_on, SFD_CLOEXEC);
+  bool ready = false;
   while (true) {
     pollfd fds[2] = {{ready_fd, POLLIN, 0}, {signals, POLLIN, 0}};
     const int polled = poll(fds, signals >= 0 ? 2 : 1, signals >= 0 ? -1 : 20);
@@ -68,10 +69,8 @@ int wait_for_child(pid_t child, int ready_fd) {
     if (polled > 0 && fds[0].revents != 0) {
       char word = 0;
       const ssize_t got = read(ready_fd, &word, 1);
-      if (got == 1 && word == kReady) {
-        if (signals >= 0) close(signals);
-        return 0;
-      }
+      ready = got == 1 && word == kReady;
+      if (ready) break;
       if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) break;  // it exited
     }
     if (signals >= 0 && polled > 0 && fds[1].revents != 0) {
@@ -86,6 +85,7 @@ int wait_for_child(pid_t child, int ready_fd) {
     }
   }
   if (signals >= 0) close(signals);
+  if (ready) return 0;
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0) {
     if (errno != EINTR) return static_cast<int>(ErrorCode::internal);
