@@ -84,6 +84,12 @@ struct Config {
   /// one when a member dies or restarts, a node arrives below max_nodes, or a node reports
   /// its workers failed (Node::report_workers_failed). Otherwise the job agrees once.
   bool elastic = false;
+  /// A key file (docs/security.md): with one, every message between nodes, and between a
+  /// worker's store client and its agent, is authenticated and encrypted with the job's key,
+  /// and messages without it are refused. Empty: no key, messages go in clear. Node::start()
+  /// reads it (Error(usage) naming the file when it cannot be read or holds no valid key);
+  /// the running node re-reads it when it changes (key rotation, `gossip-rdzv keys`).
+  std::string key_file;
 };
 
 /// A rule of validate() that a config breaks, in parts, so that each front end can word it

@@ -124,6 +124,9 @@ class GOSSIP_RDZV_API Node {
   /// The endpoint peers use for this node ("host:port"), known after start().
   std::string endpoint() const;
 
+  /// The key file of its config (Config::key_file), "" for none: Store(node) uses it too.
+  const std::string& key_file() const;
+
   struct GOSSIP_RDZV_LOCAL Impl;
 
  private:
@@ -136,5 +139,11 @@ class GOSSIP_RDZV_API Node {
 GOSSIP_RDZV_API std::vector<MemberProgress> query_members(const std::string& endpoint,
                                                           const std::string& run_id,
                                                           milliseconds timeout);
+/// As above, with the job's key file (Config::key_file; "" for none), as a node of a job
+/// with a key must be asked. Also throws Error(usage) naming a key file that cannot be read.
+GOSSIP_RDZV_API std::vector<MemberProgress> query_members(const std::string& endpoint,
+                                                          const std::string& run_id,
+                                                          milliseconds timeout,
+                                                          const std::string& key_file);
 
 }  // namespace gossip_rdzv

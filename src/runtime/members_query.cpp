@@ -14,6 +14,7 @@
 #include "protocol/endpoint.hpp"
 #include "runtime/failure_report.hpp"
 #include "runtime/seed_resolver.hpp"
+#include "transport/keyring.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv {
@@ -83,12 +84,19 @@ std::optional<std::vector<MemberProgress>> answer_rows(const protocol::DecodeRes
 
 std::vector<MemberProgress> query_members(const std::string& endpoint, const std::string& run_id,
                                           milliseconds timeout) {
+  return query_members(endpoint, run_id, timeout, std::string());
+}
+
+std::vector<MemberProgress> query_members(const std::string& endpoint, const std::string& run_id,
+                                          milliseconds timeout, const std::string& key_file) {
   if (auto problem = find_run_id_problem(run_id)) {
     throw Error(ErrorCode::usage, problem->message());
   }
+  transport::TransportOptions options;
+  // Before any name is resolved: a key file that cannot be read is the first thing to fix.
+  if (!key_file.empty()) options.keyring = transport::Keyring::load_file(key_file);
   const QueryTarget target = resolve_query_target(endpoint);
   const std::string source = runtime::self_advertise_for(target.ip);
-  transport::TransportOptions options;
   options.linger = milliseconds::zero();  // an unanswered query need not outlive this call
   transport::ZmqTransport client(source, 0, options);
   protocol::Envelope query;

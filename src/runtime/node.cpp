@@ -18,6 +18,7 @@
 #include "runtime/runtime.hpp"
 #include "runtime/seed_resolver.hpp"
 #include "runtime/store_sidecar.hpp"
+#include "transport/keyring.hpp"
 #include "transport/name_resolution.hpp"
 #include "transport/port_holder.hpp"
 #include "transport/socket_address.hpp"
@@ -177,7 +178,15 @@ void Node::start() {
   std::lock_guard lock(impl_->lifecycle);
   if (impl_->runtime) throw Error(ErrorCode::usage, "Node::start() was already called");
   const Config& config = impl_->config;
+  // First, so that a key file that cannot be read is reported at once (Error(usage)), not
+  // after the seeds were resolved.
+  std::shared_ptr<const transport::Keyring> keyring;
+  if (!config.key_file.empty()) keyring = transport::Keyring::load_file(config.key_file);
   auto log = runtime::logger();
+  if (keyring) {
+    log->info("messages are sealed with key {} ({} key(s) in {})",
+              transport::key_id_text(keyring->primary_id()), keyring->size(), config.key_file);
+  }
   for (const auto& warning : config_warnings(config)) log->warn("{}", warning);
   auto resolved = resolve_seeds(config, *log);
   // 0.0.0.0 (the default) takes IPv4 only: on an IPv6-only network the peers could not dial
@@ -196,6 +205,7 @@ void Node::start() {
   // not be slower than the protocol's own first join retry (20 ms with the local profile).
   options.reconnect_initial =
       std::min(options.reconnect_initial, config.timing.join_backoff_initial);
+  options.keyring = std::move(keyring);
   auto transport =
       std::make_unique<transport::ZmqTransport>(config.listen_host, config.listen_port, options);
   const std::uint16_t port = transport->bound_port();
@@ -366,6 +376,10 @@ void Node::stop() {
 
 std::string Node::endpoint() const {
   return impl_->endpoint;
+}
+
+const std::string& Node::key_file() const {
+  return impl_->config.key_file;
 }
 
 }  // namespace gossip_rdzv
