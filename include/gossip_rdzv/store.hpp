@@ -66,6 +66,12 @@ struct StoreOptions {
   std::string run_id;
   /// Default timeout of every operation (torch's default is 300 s). 0: wait for ever.
   std::chrono::milliseconds timeout{300000};
+  /// The job's key file (docs/security.md), the one the agent was started with
+  /// (`--key-file`; GOSSIP_RDZV_KEY_FILE for workers): requests and answers are then
+  /// authenticated and encrypted, as the agents' own messages are. Read when the Store is
+  /// made, and again before a request when it changed (key rotation). Empty: no key; an
+  /// agent that holds one refuses the requests.
+  std::string key_file;
 };
 
 /// The load one member carried since its agent started (Store::member_stats()).
@@ -84,14 +90,16 @@ class GOSSIP_RDZV_API Store {
   using Bytes = std::vector<std::uint8_t>;
 
   /// Connects lazily: nothing is sent before the first operation. Throws
-  /// StoreError(usage) for an agent that is not HOST:PORT.
+  /// StoreError(usage) for an agent that is not HOST:PORT, or a key file that cannot be
+  /// read or holds no valid key (the message names the file and the line).
   explicit Store(StoreOptions options);
   /// The store of the node running in this process; throws StoreError(usage) when the node
   /// has not committed an assignment yet (call node.wait() first).
   explicit Store(const Node& node, std::chrono::milliseconds timeout = std::chrono::seconds(300));
   /// From the environment a worker of `gossip-rdzv join` gets: GOSSIP_RDZV_STORE (the agent),
   /// TORCHELASTIC_RUN_ID (the run id, optional), GOSSIP_RDZV_STORE_TIMEOUT (seconds,
-  /// optional). Throws StoreError(usage) naming the missing variable.
+  /// optional), GOSSIP_RDZV_KEY_FILE (the key file, optional). Throws StoreError(usage)
+  /// naming the missing variable, or the key file that cannot be read.
   static Store from_env();
 
   ~Store();
@@ -145,6 +153,11 @@ class GOSSIP_RDZV_API Store {
   void set_timeout(std::chrono::milliseconds timeout);
   /// The agent this client talks to.
   const std::string& agent() const;
+  /// Uses the key file at `path` from the next request on (StoreOptions::key_file); "" for
+  /// none. Throws StoreError(usage) as the constructor does, keeping the previous key.
+  void set_key_file(const std::string& path);
+  /// The key file in use, "" for none.
+  const std::string& key_file() const;
 
   struct GOSSIP_RDZV_LOCAL Impl;
 

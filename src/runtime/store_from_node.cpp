@@ -14,7 +14,8 @@ StoreOptions options_of(const Node& node, std::chrono::milliseconds timeout) {
                      "Store(node) needs a node that has committed its assignment: call "
                      "node.wait() first");
   }
-  return StoreOptions{node.endpoint(), assignment->run_id, timeout};
+  // The node's own key file: its agent refuses requests that are not sealed with the key.
+  return StoreOptions{node.endpoint(), assignment->run_id, timeout, node.key_file()};
 }
 
 }  // namespace

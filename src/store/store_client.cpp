@@ -4,6 +4,7 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include "gossip_rdzv/error.hpp"
 #include "protocol/endpoint.hpp"
 #include "store/store_codec.hpp"
+#include "transport/auth_notice.hpp"
+#include "transport/keyring.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv {
@@ -95,6 +98,120 @@ std::string host_port(const std::string& host, std::uint16_t port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+// How often a client looks whether its key file changed: the agents pick a rotation up
+// within the same second (docs/security.md, "Keys").
+constexpr milliseconds kKeyCheckInterval{1000};
+
+/// The client's keys (StoreOptions::key_file): read when set, and read again before a
+/// request when the file changed, at most once per kKeyCheckInterval, so that a rotation
+/// (`gossip-rdzv keys`) reaches a long-running worker as it reaches the agents.
+class ClientKeys {
+ public:
+  /// Reads `path` ("" : no key). Throws StoreError(usage) naming the file and what is wrong;
+  /// the previous keys stay then.
+  void load(const std::string& path) {
+    if (path.empty()) {
+      *this = ClientKeys{};
+      return;
+    }
+    const auto identity = identity_of(path);
+    try {
+      keyring_ = transport::Keyring::load_file(path);
+    } catch (const Error& error) {
+      throw StoreError(StoreErrorCode::usage, error.what());
+    }
+    path_ = path;
+    seen_ = identity;
+    next_check_ = Clock::now() + kKeyCheckInterval;
+  }
+
+  /// The keys to use now. A file that changed but cannot be read (being written by an editor
+  /// that does not replace it atomically) leaves the previous keys until it can.
+  const std::shared_ptr<const transport::Keyring>& current(Clock::time_point now) {
+    if (path_.empty() || now < next_check_) return keyring_;
+    next_check_ = now + kKeyCheckInterval;
+    const auto identity = identity_of(path_);
+    if (!identity || identity == seen_) return keyring_;
+    try {
+      keyring_ = transport::Keyring::load_file(path_);
+      seen_ = identity;
+    } catch (const Error&) {
+    }
+    return keyring_;
+  }
+
+  const std::string& path() const { return path_; }
+  const transport::Keyring* keyring() const { return keyring_.get(); }
+
+ private:
+  /// What tells a changed file: `gossip-rdzv keys` renames a new file over it (another
+  /// inode); an editor writing in place changes its time and mostly its size.
+  struct Identity {
+    dev_t device = 0;
+    ino_t inode = 0;
+    off_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const Identity& other) const {
+      return device == other.device && inode == other.inode && size == other.size &&
+             mtime_ns == other.mtime_ns;
+    }
+  };
+
+  static std::optional<Identity> identity_of(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+    return Identity{
+        info.st_dev, info.st_ino, info.st_size,
+        static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec};
+  }
+
+  std::string path_;
+  std::shared_ptr<const transport::Keyring> keyring_;
+  std::optional<Identity> seen_;
+  Clock::time_point next_check_{};
+};
+
+// What a refusal for want of the key means for this client, and the fix.
+std::string refusal_text(const transport::AuthRefusal& refusal, const std::string& agent,
+                         const ClientKeys& keys) {
+  using transport::NoticeReason;
+  const std::string ours =
+      keys.keyring() == nullptr
+          ? std::string()
+          : "key " + transport::key_id_text(keys.keyring()->primary_id()) + " from " + keys.path();
+  const std::string theirs =
+      refusal.key_id ? " (key " + transport::key_id_text(*refusal.key_id) + ")" : "";
+  std::string text = "authentication failed: ";
+  switch (refusal.reason) {
+    case NoticeReason::key_required:
+      text += refusal.by_us
+                  ? "the agent at " + agent + " answered in clear, but this client holds " + ours +
+                        "; start the agent with the same --key-file"
+                  : "the agent at " + agent + theirs +
+                        " requires the job's key and this client has none; set "
+                        "GOSSIP_RDZV_KEY_FILE to the agent's --key-file";
+      break;
+    case NoticeReason::no_key_here:
+      text += refusal.by_us
+                  ? "the agent at " + agent + " sealed its answer with a key" + theirs +
+                        " and this client has none; set GOSSIP_RDZV_KEY_FILE to the agent's "
+                        "--key-file"
+                  : "the agent at " + agent + " holds no key, but this client holds " + ours +
+                        "; start the agent with the same --key-file, or unset "
+                        "GOSSIP_RDZV_KEY_FILE here";
+      break;
+    case NoticeReason::unknown_key:
+    case NoticeReason::forged:
+      text += refusal.by_us
+                  ? "the agent at " + agent + " sealed its answer with a key" + theirs + " that " +
+                        keys.path() + " does not hold"
+                  : "the agent at " + agent + theirs + " does not hold this client's " + ours;
+      text += "; give the client the agent's --key-file (GOSSIP_RDZV_KEY_FILE)";
+      break;
+  }
+  return text;
+}
+
 std::string quoted_keys(const std::vector<std::string>& keys) {
   std::string out;
   for (std::size_t i = 0; i < keys.size() && i < 3; ++i) {
@@ -113,6 +230,7 @@ struct Store::Impl {
   std::unique_ptr<transport::ZmqTransport> transport;
   std::string reply_to;
   std::uint64_t next_id = std::random_device{}();
+  ClientKeys keys;
 
   void connect();
   void send(const store::StoreRequest& request);
@@ -128,6 +246,7 @@ void Store::Impl::connect() {
   transport::TransportOptions transport_options;
   transport_options.linger = milliseconds::zero();  // unanswered requests need not outlive us
   transport_options.max_message_bytes = static_cast<std::int64_t>(store::kMaxStoreMessageBytes);
+  transport_options.keyring = keys.current(Clock::now());
   const std::string host = reply_host_for(agent_host);
   try {
     transport = std::make_unique<transport::ZmqTransport>(host, 0, transport_options);
@@ -141,6 +260,9 @@ void Store::Impl::connect() {
 store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseconds timeout) {
   std::lock_guard lock(mutex);
   connect();
+  if (const auto& keyring = keys.current(Clock::now()); keyring != transport->keyring()) {
+    transport->set_keyring(keyring);
+  }
   request.run_id = options.run_id;
   request.request_id = next_id++;
   request.reply_to = reply_to;
@@ -169,9 +291,14 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
       send(ping);
       check.emplace(ping.request_id, Clock::now());
     }
-    auto message = transport->receive(std::max(wait, milliseconds(1)));
+    auto message = transport->receive_from(std::max(wait, milliseconds(1)));
     if (!message) continue;
-    auto decoded = store::decode_store(message->data(), message->size());
+    if (message->refusal) {
+      throw StoreError(StoreErrorCode::refused,
+                       std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
+                           "): " + refusal_text(*message->refusal, options.agent, keys));
+    }
+    auto decoded = store::decode_store(message->bytes.data(), message->bytes.size());
     auto* parsed = std::get_if<store::StoreMessage>(&decoded);
     if (!parsed) continue;
     auto* response = std::get_if<store::StoreResponse>(parsed);
@@ -241,6 +368,7 @@ Store::Store(StoreOptions options) : impl_(std::make_unique<Impl>()) {
                      "store agent '" + options.agent + "' is not HOST:PORT: " + why);
   }
   impl_->agent_host = parsed->host;
+  impl_->keys.load(options.key_file);
   impl_->options = std::move(options);
 }
 
@@ -254,6 +382,7 @@ Store Store::from_env() {
   StoreOptions options;
   options.agent = agent;
   if (const char* run_id = std::getenv("TORCHELASTIC_RUN_ID")) options.run_id = run_id;
+  if (const char* key_file = std::getenv("GOSSIP_RDZV_KEY_FILE")) options.key_file = key_file;
   if (const char* seconds = std::getenv("GOSSIP_RDZV_STORE_TIMEOUT")) {
     char* end = nullptr;
     const double value = std::strtod(seconds, &end);
@@ -373,6 +502,17 @@ void Store::set_timeout(milliseconds timeout) {
 
 const std::string& Store::agent() const {
   return impl_->options.agent;
+}
+
+void Store::set_key_file(const std::string& path) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->keys.load(path);
+  impl_->options.key_file = path;
+  if (impl_->transport) impl_->transport->set_keyring(impl_->keys.current(Clock::now()));
+}
+
+const std::string& Store::key_file() const {
+  return impl_->options.key_file;
 }
 
 }  // namespace gossip_rdzv

@@ -2,6 +2,7 @@
 // keys, and clients reach them through any node's agent.
 #include "gossip_rdzv/store.hpp"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -138,6 +139,27 @@ TEST_F(StoreNodeTest, OtherRunIsRefused) {
     EXPECT_EQ(error.code(), StoreErrorCode::refused);
     EXPECT_NE(std::string(error.what()).find("another-run"), std::string::npos) << error.what();
   }
+}
+
+// The key file is read when the client is made, so a wrong path fails there, naming it.
+TEST(StoreOptionsTest, KeyFileThatCannotBeReadIsAUsageError) {
+  const std::string missing = "/nonexistent/gossip-rdzv/job.key";
+  try {
+    Store store(StoreOptions{"127.0.0.1:1", "", 1s, missing});
+    FAIL();
+  } catch (const StoreError& error) {
+    EXPECT_EQ(error.code(), StoreErrorCode::usage);
+    EXPECT_EQ(error.status(), 2);
+    EXPECT_NE(std::string(error.what()).find(missing), std::string::npos) << error.what();
+  }
+  Store store(StoreOptions{"127.0.0.1:1", "", 1s});
+  EXPECT_THROW(store.set_key_file(missing), StoreError);
+  EXPECT_EQ(store.key_file(), "");
+  ::setenv("GOSSIP_RDZV_STORE", "127.0.0.1:1", 1);
+  ::setenv("GOSSIP_RDZV_KEY_FILE", missing.c_str(), 1);
+  EXPECT_THROW(Store::from_env(), StoreError);
+  ::unsetenv("GOSSIP_RDZV_KEY_FILE");
+  ::unsetenv("GOSSIP_RDZV_STORE");
 }
 
 TEST(StoreOptionsTest, BadAgentIsAUsageError) {
