@@ -49,8 +49,9 @@ void write_all(const Context& ctx, int fd, std::string_view data) {
 }
 
 // Writes and fsyncs the temporary file; on error removes it before throwing.
-void write_temp(const Context& ctx, const std::string& tmp, std::string_view contents) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+void write_temp(const Context& ctx, const std::string& tmp, std::string_view contents,
+                unsigned mode) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) fail(ctx, "creating a temporary file in its directory", errno);
   try {
     write_all(ctx, fd, contents);
@@ -130,13 +131,13 @@ void sync_directory(const fs::path& dir) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, std::string_view contents,
-                           std::string_view what, std::string_view option) {
+                           std::string_view what, std::string_view option, unsigned mode) {
   const Context ctx{path, what, option};
   const fs::path target = output_target(ctx);
   const fs::path dir = target.parent_path();
   create_parent(ctx, dir);
   const std::string tmp = temp_name(target);
-  write_temp(ctx, tmp, contents);
+  write_temp(ctx, tmp, contents, mode);
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

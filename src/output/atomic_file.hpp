@@ -13,11 +13,13 @@ namespace gossip_rdzv::output {
 /// (the link stays, its file is replaced). Anything else - a device such as /dev/full, a
 /// FIFO, a directory, a socket, a dangling link - is refused: replacing it with a regular
 /// file would destroy it.
+/// The new file gets `mode` (less the umask): the temporary file is created so, never
+/// wider, which keeps a secret (a key file: 0600) unreadable to others at every moment.
 /// `what` ("env file") and `option` ("--env-file") only shape the error message.
 /// Throws Error(io_error) naming the path, the step that failed, strerror and the fix; no
 /// temporary file is left behind.
 void write_file_atomically(const std::string& path, std::string_view contents,
-                           std::string_view what, std::string_view option);
+                           std::string_view what, std::string_view option, unsigned mode = 0644);
 
 /// Checks, before any work is done, that write_file_atomically(path, ...) can succeed as far
 /// as can be known without writing: the target is absent or a regular file (through a
