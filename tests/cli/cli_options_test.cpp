@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace gossip_rdzv::cli {
@@ -229,12 +231,109 @@ TEST(CliOptionsTest, DocsQuoteEveryHelpText) {
   ASSERT_TRUE(file) << "cannot read docs/cli.md";
   std::stringstream doc;
   doc << file.rdbuf();
-  for (const std::string command : {"", "join", "seed", "members", "doctor"}) {
+  for (const std::string command : {"", "join", "seed", "members", "doctor", "keygen", "keys",
+                                    "keys install", "keys use", "keys remove", "keys list"}) {
     std::string help = help_text(command);
     help.erase(help.find_last_not_of('\n') + 1);
     EXPECT_NE(doc.str().find("```\n" + help + "\n```"), std::string::npos)
         << "docs/cli.md does not quote 'gossip-rdzv " << command << " --help'";
   }
+}
+
+// GOSSIP_RDZV_KEY_FILE set for one test, restored (or unset) afterwards.
+class KeyFileVariable {
+ public:
+  explicit KeyFileVariable(const char* value) {
+    if (const char* saved = std::getenv(kName)) saved_ = saved;
+    if (value == nullptr) {
+      ::unsetenv(kName);
+    } else {
+      ::setenv(kName, value, 1);
+    }
+  }
+  ~KeyFileVariable() {
+    if (saved_) {
+      ::setenv(kName, saved_->c_str(), 1);
+    } else {
+      ::unsetenv(kName);
+    }
+  }
+
+ private:
+  static constexpr const char* kName = "GOSSIP_RDZV_KEY_FILE";
+  std::optional<std::string> saved_;
+};
+
+const char* const kKey = "VwfrNqigtiiKGL6/Qs5kH1Ycd8J5jrMzZu8DJnJbZks=";  // 32 bytes
+
+TEST(CliOptionsTest, KeyFileOnEveryCommandThatTalksToNodes) {
+  KeyFileVariable unset(nullptr);
+  EXPECT_EQ(parse_ok(join_args({})).config.key_file, "");
+  EXPECT_EQ(parse_ok(join_args({"--key-file", "/etc/job.key"})).config.key_file, "/etc/job.key");
+  EXPECT_EQ(parse_ok({"seed", "--listen", ":1", "--key-file", "k"}).config.key_file, "k");
+  EXPECT_EQ(parse_ok({"members", "--seed", "n:1", "--key-file", "k"}).config.key_file, "k");
+  EXPECT_EQ(parse_ok({"doctor", "--seed", "n:1", "--key-file", "k"}).config.key_file, "k");
+}
+
+TEST(CliOptionsTest, KeyFileFromTheEnvironmentUnlessGiven) {
+  KeyFileVariable variable("/run/secrets/job.key");
+  EXPECT_EQ(parse_ok(join_args({})).config.key_file, "/run/secrets/job.key");
+  EXPECT_EQ(parse_ok({"seed", "--listen", ":1"}).config.key_file, "/run/secrets/job.key");
+  EXPECT_EQ(parse_ok({"keys", "list"}).config.key_file, "/run/secrets/job.key");
+  // The flag wins, on the command it is given to, whatever the other commands' options got.
+  EXPECT_EQ(parse_ok(join_args({"--key-file", "mine.key"})).config.key_file, "mine.key");
+  EXPECT_EQ(parse_ok({"doctor", "--seed", "n:1", "--key-file", "mine.key"}).config.key_file,
+            "mine.key");
+  // keygen writes where it is told, never to the variable's file.
+  EXPECT_EQ(parse_ok({"keygen"}).keygen_path, "");
+}
+
+TEST(CliOptionsTest, EmptyKeyFileVariableMeansNone) {
+  KeyFileVariable empty("");
+  EXPECT_EQ(parse_ok(join_args({})).config.key_file, "");
+}
+
+TEST(CliOptionsTest, KeygenCommand) {
+  CliOptions printed = parse_ok({"keygen"});
+  EXPECT_EQ(printed.command, Command::keygen);
+  EXPECT_EQ(printed.keygen_path, "");
+  EXPECT_FALSE(printed.force);
+  CliOptions written = parse_ok({"keygen", "/etc/job.key", "--force"});
+  EXPECT_EQ(written.keygen_path, "/etc/job.key");
+  EXPECT_TRUE(written.force);
+}
+
+TEST(CliOptionsTest, KeysActions) {
+  KeyFileVariable unset(nullptr);
+  CliOptions list = parse_ok({"keys", "list", "--key-file", "f"});
+  EXPECT_EQ(list.command, Command::keys);
+  EXPECT_EQ(list.keys_action, KeysAction::list);
+  EXPECT_EQ(list.config.key_file, "f");
+  CliOptions install = parse_ok({"keys", "install", "--key-file", "f", kKey});
+  EXPECT_EQ(install.keys_action, KeysAction::install);
+  EXPECT_EQ(install.key_argument, kKey);
+  EXPECT_EQ(parse_ok({"keys", "use", "--key-file", "f", kKey}).keys_action, KeysAction::use);
+  CliOptions remove = parse_ok({"keys", "remove", "--key-file", "f", "0123456789ABCDEF"});
+  EXPECT_EQ(remove.keys_action, KeysAction::remove);
+  EXPECT_EQ(remove.key_argument, "0123456789ABCDEF");
+}
+
+TEST(CliOptionsTest, KeysHelpIsTheActionsHelp) {
+  const ParseResult result = parse_command_line({"keys", "install", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.text, help_text("keys install"));
+  EXPECT_NE(result.text.find("Usage: gossip-rdzv keys install --key-file PATH KEY"),
+            std::string::npos)
+      << result.text;
+}
+
+// A KEY on the command line is a secret: a usage error describes it, never repeats it.
+TEST(CliOptionsTest, BadKeyIsNotRepeated) {
+  KeyFileVariable unset(nullptr);
+  const std::string nearly(kKey, 40);
+  const std::string text = parse_error({"keys", "install", "--key-file", "f", nearly});
+  EXPECT_NE(text.find("KEY (40 characters) is not a key"), std::string::npos) << text;
+  EXPECT_EQ(text.find(nearly), std::string::npos) << text;
 }
 
 struct BadInput {
@@ -300,7 +399,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"seed", "--listen", ":1", "--", "x"}, {"only accepted by join"}},
         BadInput{{"members"}, {"--seed must be given exactly once"}},
         BadInput{{"members", "--seed", "n:1", "--format", "env"}, {"--format 'env'", "table"}},
-        BadInput{{"members", "--seed", "n:1", "--timeout", "0s"}, {"--timeout '0s'"}}));
+        BadInput{{"members", "--seed", "n:1", "--timeout", "0s"}, {"--timeout '0s'"}},
+        BadInput{join_args({"--key-file", ""}), {"--key-file ''", "empty path"}},
+        BadInput{join_args({"--key-file", "a", "--key-file", "b"}),
+                 {"--key-file was given more than once"}},
+        BadInput{{"members", "--seed", "n:1", "--key-file"}, {"--key-file needs a value"}},
+        BadInput{{"keygen", "--force"}, {"--force needs PATH", "gossip-rdzv keygen --help"}},
+        BadInput{{"keygen", "a", "b"}, {"unexpected argument 'b'"}},
+        BadInput{{"keys"}, {"an action is required", "gossip-rdzv keys --help"}},
+        BadInput{{"keys", "rotate"}, {"unknown action 'rotate'"}},
+        BadInput{{"keys", "list", "--key-file", "f", "extra"},
+                 {"unexpected argument 'extra'", "gossip-rdzv keys list --help"}},
+        BadInput{{"keys", "install", "--key-file", "f"}, {"KEY is required", "base64 of 32"}},
+        BadInput{{"keys", "install", "--key-file", "f", "0123456789abcdef"},
+                 {"KEY (16 characters) is not a key"}},
+        BadInput{{"keys", "use", "--key-file", "f", "xyz"}, {"neither a key nor a key id"}},
+        BadInput{{"keys", "remove", "--key-file", "f", "0123456789abcdeg"},
+                 {"neither a key nor a key id"}},
+        BadInput{{"keys", "use", "--key-file", "f", "--", "x"}, {"only accepted by join"}}));
 
 // Each bad number says what is wrong with it: too large, negative, or no number at all.
 TEST(CliOptionsTest, BadNumbersSayWhyTheyAreBad) {

@@ -228,6 +228,32 @@ DoctorOptions lan_options(std::vector<std::string> seeds) {
   return options;
 }
 
+TEST(DoctorScriptedTest, KeyLineNamesThePrimaryKeyAndTheFile) {
+  ScriptedProbe probe;
+  DoctorOptions options = lan_options({"10.77.0.1:29400"});
+  options.key_file = "/etc/gossip-rdzv/job.key";
+  options.key_id = "0123456789abcdef";
+  options.key_count = 2;
+  const auto report = gossip_rdzv::cli::run_doctor(options, probe);
+  const std::string text = gossip_rdzv::cli::doctor_text(report);
+  EXPECT_NE(text.find("\nkey: 0123456789abcdef (2 keys) from /etc/gossip-rdzv/job.key\n"),
+            std::string::npos)
+      << text;
+  const std::string json = gossip_rdzv::cli::doctor_json(report);
+  EXPECT_NE(json.find("\"key\": {\"file\": \"/etc/gossip-rdzv/job.key\", \"id\": "
+                      "\"0123456789abcdef\", \"keys\": 2}"),
+            std::string::npos)
+      << json;
+}
+
+TEST(DoctorScriptedTest, WithoutAKeyItSaysMessagesGoInClear) {
+  ScriptedProbe probe;
+  const auto report = gossip_rdzv::cli::run_doctor(lan_options({"10.77.0.1:29400"}), probe);
+  const std::string text = gossip_rdzv::cli::doctor_text(report);
+  EXPECT_NE(text.find("\nkey: none (messages in clear)\n"), std::string::npos) << text;
+  EXPECT_NE(gossip_rdzv::cli::doctor_json(report).find("\"key\": null"), std::string::npos);
+}
+
 TEST(DoctorScriptedTest, SilentSeedSuggestsAFirewall) {
   ScriptedProbe probe;
   probe.connects["10.77.0.1"] = {ProbeOutcome::timed_out, "Connection timed out"};

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "key_file.hpp"
 #include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
@@ -26,26 +27,33 @@ namespace {
 
 const std::map<std::string, std::string>& synopses() {
   static const std::map<std::string, std::string> table = {
-      {"gossip-rdzv", "gossip-rdzv join|seed|members|doctor [OPTIONS]\n"},
+      {"gossip-rdzv", "gossip-rdzv join|seed|members|doctor|keygen|keys [OPTIONS]\n"},
       {"join",
        "gossip-rdzv join --seed HOST:PORT[,HOST:PORT...] --nnodes N|MIN:MAX\n"
        "                 [--listen [HOST]:PORT] [--advertise HOST] [--nproc-per-node K]\n"
-       "                 [--run-id ID] [--node-rank R] [--master-port P]\n"
-       "                 [--join-timeout DUR] [--last-call DUR] [--env-file PATH]\n"
-       "                 [--membership-file PATH] [--format env|export|json]\n"
-       "                 [--profile lan|local|wan] [-q|--quiet] [-v|--verbose]\n"
+       "                 [--run-id ID] [--key-file PATH] [--node-rank R]\n"
+       "                 [--master-port P] [--join-timeout DUR] [--last-call DUR]\n"
+       "                 [--env-file PATH] [--membership-file PATH]\n"
+       "                 [--format env|export|json] [--profile lan|local|wan]\n"
+       "                 [-q|--quiet] [-v|--verbose]\n"
        "                 [--watch [--on-round CMD]] [--serve-store | -- CMD ARGS...]\n"},
       {"seed",
        "gossip-rdzv seed --listen [HOST]:PORT [--seed HOST:PORT,...] [--run-id ID]\n"
-       "                 [--profile lan|local|wan]\n"
+       "                 [--key-file PATH] [--profile lan|local|wan]\n"
        "                 [-q|--quiet] [-v|--verbose]\n"},
       {"members",
-       "gossip-rdzv members --seed HOST:PORT [--run-id ID] [--format table|json]\n"
-       "                    [--timeout DUR]\n"},
+       "gossip-rdzv members --seed HOST:PORT [--run-id ID] [--key-file PATH]\n"
+       "                    [--format table|json] [--timeout DUR]\n"},
       {"doctor",
        "gossip-rdzv doctor --seed HOST:PORT[,HOST:PORT...] [--listen [HOST]:PORT]\n"
-       "                   [--master-port P] [--run-id ID] [--format text|json]\n"
-       "                   [--timeout DUR]\n"},
+       "                   [--master-port P] [--run-id ID] [--key-file PATH]\n"
+       "                   [--format text|json] [--timeout DUR]\n"},
+      {"keygen", "gossip-rdzv keygen [PATH [--force]]\n"},
+      {"keys", "gossip-rdzv keys install|use|remove|list --key-file PATH [KEY|ID]\n"},
+      {"install", "gossip-rdzv keys install --key-file PATH KEY\n"},
+      {"use", "gossip-rdzv keys use --key-file PATH KEY|ID\n"},
+      {"remove", "gossip-rdzv keys remove --key-file PATH KEY|ID\n"},
+      {"list", "gossip-rdzv keys list --key-file PATH\n"},
   };
   return table;
 }
@@ -240,6 +248,12 @@ void check_path(const std::string& option, const std::string& text) {
 
 // Raw text of every option, filled by CLI11, validated afterwards.
 struct RawOptions {
+  /// --key-file of the command given (or GOSSIP_RDZV_KEY_FILE): not filled by CLI11, which
+  /// applies the variable to every command's option, but read from the given command's.
+  std::string key_file;
+  bool key_file_given = false;
+  std::string keygen_path, key_argument;
+  bool keygen_path_given = false, force = false;
   std::vector<std::string> seeds;
   std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
                                          join_timeout = "600s", last_call = "30s", env_file,
@@ -269,6 +283,13 @@ void add_common(CLI::App& app, RawOptions& raw) {
                  "Protocol timing: lan, local (one machine, 10x faster)\n"
                  "or wan (default: lan)")
       ->type_name("NAME");
+}
+
+// --key-file, with GOSSIP_RDZV_KEY_FILE for launchers. Its value is read from this command's
+// option after parsing (RawOptions::key_file). option_text keeps CLI11's "(Env:...)" out of
+// the help's first column; `help` names the variable itself.
+void add_key_file(CLI::App& app, const std::string& help) {
+  app.add_option("--key-file", help)->envname("GOSSIP_RDZV_KEY_FILE")->option_text("PATH");
 }
 
 void add_join_options(CLI::App& app, RawOptions& raw) {
@@ -346,6 +367,11 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                  "GOSSIP_RDZV_ROUND set; a failure is reported, not fatal")
       ->type_name("CMD");
   add_common(app, raw);
+  add_key_file(app,
+               "The job's key file (gossip-rdzv keygen): messages are\n"
+               "authenticated and encrypted, peers without the key are\n"
+               "refused; workers get its path as GOSSIP_RDZV_KEY_FILE\n"
+               "(default: $GOSSIP_RDZV_KEY_FILE; none: in clear)");
   add_verbosity(app, raw);
 }
 
@@ -359,6 +385,10 @@ void add_seed_options(CLI::App& app, RawOptions& raw) {
       ->type_name("HOST:PORT")
       ->allow_extra_args(false);
   add_common(app, raw);
+  add_key_file(app,
+               "The job's key file (gossip-rdzv keygen): messages are\n"
+               "authenticated and encrypted, peers without the key are\n"
+               "refused (default: $GOSSIP_RDZV_KEY_FILE; none: in clear)");
   add_verbosity(app, raw);
 }
 
@@ -367,6 +397,7 @@ void add_members_options(CLI::App& app, RawOptions& raw) {
       ->type_name("HOST:PORT")
       ->allow_extra_args(false);
   app.add_option("--run-id", raw.run_id, "Run id of that node (default: default)")->type_name("ID");
+  add_key_file(app, "The key file of that node's job\n(default: $GOSSIP_RDZV_KEY_FILE)");
   app.add_option("--format", raw.format, "table or json (default: table)")->type_name("FORMAT");
   app.add_option("--timeout", raw.timeout, "How long to wait for an answer (default: 5s)")
       ->type_name("DUR");
@@ -386,12 +417,53 @@ void add_doctor_options(CLI::App& app, RawOptions& raw) {
       ->type_name("P");
   app.add_option("--run-id", raw.run_id, "Run id to ask the seed about (default: default)")
       ->type_name("ID");
+  add_key_file(app,
+               "The --key-file join would use: the handshake is sealed\n"
+               "with it (default: $GOSSIP_RDZV_KEY_FILE)");
   app.add_option("--format", raw.format, "text or json (default: text)")->type_name("FORMAT");
   app.add_option("--timeout", raw.timeout,
                  "How long each connection and handshake may take\n"
                  "(default: 5s)")
       ->type_name("DUR");
 }
+
+void add_keygen_options(CLI::App& app, RawOptions& raw) {
+  app.add_option("PATH", raw.keygen_path,
+                 "Write a new key file there, mode 0600, and print its key\n"
+                 "id (default: print the key alone on stdout)")
+      ->type_name("");
+  app.add_flag("--force", raw.force, "Replace the regular file at PATH if there is one");
+}
+
+void add_keys_action(CLI::App& app, RawOptions& raw, const char* key_help) {
+  add_key_file(app, std::string("Required. The key file to ") +
+                        (key_help != nullptr ? "change" : "list") +
+                        "\n(default: $GOSSIP_RDZV_KEY_FILE)");
+  if (key_help != nullptr) app.add_option("KEY", raw.key_argument, key_help)->type_name("");
+}
+
+const char* kKeygenDetails =
+    "keygen makes a new random job key (32 bytes). Copy the file to every\n"
+    "node (scp, a secret store) and give each the same --key-file, or add\n"
+    "the printed key to a running job's key files with `keys install`.\n";
+
+const char* kKeysDetails =
+    "keys rotates a running job's key with no downtime: install the new key\n"
+    "in every node's key file, make it primary with use (nodes then seal\n"
+    "with it and still accept the old one), then remove the old key. Each\n"
+    "step rewrites the file atomically, mode 0600; every agent, and every\n"
+    "worker's store client, picks the change up within 1 s. Finish a step on\n"
+    "every machine before the next. See docs/security.md.\n";
+
+const char* kKeygenFooter =
+    "Exit codes: 0 ok, 2 usage (PATH exists, or is not a regular file),\n"
+    "10 I/O error.\n"
+    "See docs/security.md.";
+
+const char* kKeysFooter =
+    "Exit codes: 0 ok, 2 usage (a bad KEY, a key file that cannot be read,\n"
+    "or a change refused), 10 I/O error.\n"
+    "See docs/security.md.";
 
 const char* kDoctorDetails =
     "doctor checks what stops a rendezvous before it starts: the seed name\n"
@@ -432,6 +504,10 @@ struct Parser {
   CLI::App* seed = nullptr;
   CLI::App* members = nullptr;
   CLI::App* doctor = nullptr;
+  CLI::App* keygen = nullptr;
+  CLI::App* keys = nullptr;
+  /// The actions of keys, in KeysAction's order.
+  std::vector<CLI::App*> key_actions;
 
   Parser() {
     app.formatter(std::make_shared<SynopsisFormatter>());
@@ -458,10 +534,44 @@ struct Parser {
     add_seed_options(*seed, raw);
     add_members_options(*members, raw);
     add_doctor_options(*doctor, raw);
+    add_key_commands();
   }
 
+  void add_key_commands() {
+    keygen = app.add_subcommand("keygen", "Write a new job key file, or print a new key.");
+    keys = app.add_subcommand(
+        "keys", "Rotate the keys of a key file: install, use (make primary), remove, list.");
+    keys->require_subcommand(0, 1);
+    const std::pair<const char*, const char*> actions[] = {
+        {"install", "Add KEY to the key file, after its keys."},
+        {"use", "Make KEY the primary: the key this node seals with."},
+        {"remove", "Remove KEY from the key file (not the primary)."},
+        {"list", "Print the key ids of the key file, the primary first."}};
+    for (const auto& [name, description] : actions) {
+      key_actions.push_back(keys->add_subcommand(name, description));
+    }
+    for (auto* sub :
+         {keygen, keys, key_actions[0], key_actions[1], key_actions[2], key_actions[3]}) {
+      sub->formatter(app.get_formatter());
+      sub->allow_extras();
+      sub->footer(sub == keygen ? std::string(kKeygenDetails) + "\n" + kKeygenFooter
+                  : sub == keys ? std::string(kKeysDetails) + "\n" + kKeysFooter
+                                : kKeysFooter);
+    }
+    add_keygen_options(*keygen, raw);
+    add_keys_action(*key_actions[0], raw,
+                    "The key to add: base64 of 32 bytes, as\n`gossip-rdzv keygen` prints it");
+    add_keys_action(*key_actions[1], raw, "The key, or its key id (16 hex digits)");
+    add_keys_action(*key_actions[2], raw, "The key, or its key id (16 hex digits)");
+    add_keys_action(*key_actions[3], raw, nullptr);
+  }
+
+  /// The command given: a subcommand, or for keys its action (keys itself without one).
   CLI::App* selected() const {
-    for (auto* sub : {join, seed, members, doctor}) {
+    for (auto* action : key_actions) {
+      if (action->parsed()) return action;
+    }
+    for (auto* sub : {join, seed, members, doctor, keygen, keys}) {
       if (sub->parsed()) return sub;
     }
     return nullptr;
@@ -473,10 +583,11 @@ std::string usage_error(const std::string& command, const std::string& message) 
   return prefix + ": error: " + message + "\nRun '" + prefix + " --help' for usage.\n";
 }
 
-std::string describe_extras(const std::vector<std::string>& extras) {
+std::string describe_extras(const std::vector<std::string>& extras, bool join) {
   const std::string& first = extras.front();
   if (first.size() > 1 && first[0] == '-') return "unknown option '" + first + "'";
-  return "unexpected argument '" + first + "' (a command to run goes after '--')";
+  return "unexpected argument '" + first + "'" +
+         (join ? " (a command to run goes after '--')" : "");
 }
 
 // The text the user gave for the option a ConfigProblem names, so that the message quotes
@@ -520,6 +631,11 @@ RawOptions with_slurm_job(const RawOptions& given) {
   return raw;
 }
 
+void check_key_file(const RawOptions& raw, Config& config) {
+  if (raw.key_file_given) check_path("--key-file", raw.key_file);
+  config.key_file = raw.key_file;
+}
+
 CliOptions build_join(const RawOptions& given) {
   const RawOptions raw = with_slurm_job(given);
   CliOptions options;
@@ -552,6 +668,7 @@ CliOptions build_join(const RawOptions& given) {
   }
   options.on_round = raw.on_round;
   options.config.elastic = options.max_restarts > 0 || options.watch;
+  check_key_file(raw, config);
   return options;
 }
 
@@ -568,6 +685,7 @@ CliOptions build_seed(const RawOptions& raw) {
   options.config.timing = parse_profile(raw.profile);
   options.profile = raw.profile;
   check(find_problem(options.config), raw);
+  check_key_file(raw, options.config);
   return options;
 }
 
@@ -587,6 +705,7 @@ CliOptions build_members(const RawOptions& raw) {
   if (options.query_timeout.count() == 0) {
     fail("--timeout", raw.timeout, "must be longer than 0", "a duration such as 5s");
   }
+  check_key_file(raw, options.config);
   return options;
 }
 
@@ -603,16 +722,80 @@ CliOptions build_doctor(const RawOptions& raw) {
   if (options.query_timeout.count() == 0) {
     fail("--timeout", raw.timeout, "must be longer than 0", "a duration such as 5s");
   }
+  check_key_file(raw, options.config);
   return options;
 }
 
-CliOptions build(const Parser& parser, const CLI::App& command) {
+CliOptions build_keygen(const RawOptions& raw) {
+  CliOptions options;
+  options.command = Command::keygen;
+  if (raw.keygen_path_given) check_path("PATH", raw.keygen_path);
+  if (raw.force && raw.keygen_path.empty()) {
+    throw UsageError{"--force needs PATH: it replaces the file there"};
+  }
+  options.keygen_path = raw.keygen_path;
+  options.force = raw.force;
+  return options;
+}
+
+// KEY is never quoted back: it may be a secret, nearly right.
+CliOptions build_keys(const RawOptions& raw, KeysAction action) {
+  CliOptions options;
+  options.command = Command::keys;
+  options.keys_action = action;
+  if (raw.key_file.empty()) {
+    throw UsageError{raw.key_file_given ? "--key-file '': empty path (expected a file path)"
+                                        : "--key-file is required (expected the key file's "
+                                          "path; GOSSIP_RDZV_KEY_FILE may name it instead)"};
+  }
+  options.config.key_file = raw.key_file;
+  if (action == KeysAction::list) return options;
+  const std::string key = "KEY (" + std::to_string(raw.key_argument.size()) + " characters)";
+  const std::string a_key = "base64 of 32 bytes, as `gossip-rdzv keygen` prints it";
+  if (raw.key_argument.empty()) {
+    throw UsageError{action == KeysAction::install
+                         ? "KEY is required (expected " + a_key + ")"
+                         : "KEY is required (expected a key or its key id, 16 hex digits)"};
+  }
+  if (action == KeysAction::install && !KeyFile::key_of(raw.key_argument)) {
+    throw UsageError{key + " is not a key (expected " + a_key + ")"};
+  }
+  if (action != KeysAction::install && !KeyFile::key_of(raw.key_argument) &&
+      !KeyFile::looks_like_id(raw.key_argument)) {
+    throw UsageError{key + " is neither a key nor a key id (expected " + a_key +
+                     ", or its key id: 16 hex digits, as `gossip-rdzv keys list` prints)"};
+  }
+  options.key_argument = raw.key_argument;
+  return options;
+}
+
+// What CLI11 gathered that build() needs beyond the bound variables: which options were
+// given, and the --key-file of this command (not another command's, see RawOptions).
+RawOptions given_options(const Parser& parser, const CLI::App& command) {
   RawOptions raw = parser.raw;
   if (&command == parser.join) {
     raw.env_file_given = command.count("--env-file") > 0;
     raw.membership_file_given = command.count("--membership-file") > 0;
     raw.on_round_given = command.count("--on-round") > 0;
   }
+  if (&command == parser.keygen) raw.keygen_path_given = command.count("PATH") > 0;
+  if (const CLI::Option* key_file = command.get_option_no_throw("--key-file")) {
+    raw.key_file_given = key_file->count() > 0;
+    if (raw.key_file_given) raw.key_file = key_file->as<std::string>();
+  }
+  return raw;
+}
+
+CliOptions build(const Parser& parser, const CLI::App& command) {
+  const RawOptions raw = given_options(parser, command);
+  const auto action = std::find(parser.key_actions.begin(), parser.key_actions.end(), &command);
+  if (action != parser.key_actions.end()) {
+    CliOptions options =
+        build_keys(raw, static_cast<KeysAction>(std::distance(parser.key_actions.begin(), action)));
+    options.verbosity = Verbosity{raw.quiet, raw.verbose};
+    return options;
+  }
+  if (&command == parser.keygen) return build_keygen(raw);
   CliOptions options = &command == parser.join      ? build_join(raw)
                        : &command == parser.seed    ? build_seed(raw)
                        : &command == parser.members ? build_members(raw)
@@ -657,27 +840,45 @@ ParseResult error_result(const std::string& command, const std::string& message)
 ParseResult parse_split(const std::vector<std::string>& ours,
                         const std::vector<std::string>& worker, bool has_separator) {
   if (ours.empty()) {
-    return error_result("", "a command is required: join, seed, members or doctor");
+    return error_result("", "a command is required: join, seed, members, doctor, keygen or keys");
   }
   const std::string& name = ours.front();
   if (name == "-h" || name == "--help") return help_result("");
   if (name == "--version") return {std::nullopt, 0, version_text()};
-  if (name != "join" && name != "seed" && name != "members" && name != "doctor") {
-    return error_result("",
-                        "unknown command '" + name + "' (expected join, seed, members or doctor)");
+  if (name != "join" && name != "seed" && name != "members" && name != "doctor" &&
+      name != "keygen" && name != "keys") {
+    return error_result("", "unknown command '" + name +
+                                "' (expected join, seed, members, doctor, keygen or keys)");
   }
   Parser parser;
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+  // "keys install": the command a message or a help names.
+  const bool keys_action =
+      name == "keys" && ours.size() > 1 &&
+      std::any_of(parser.key_actions.begin(), parser.key_actions.end(),
+                  [&](const CLI::App* action) { return action->get_name() == ours[1]; });
+  const std::string full_name = keys_action ? name + " " + ours[1] : name;
   try {
     parser.app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    return help_result(name);
+    return help_result(full_name);
   } catch (const CLI::ParseError& error) {
-    return error_result(name, describe_parse_error(error));
+    return error_result(full_name, describe_parse_error(error));
   }
   CLI::App* command = parser.selected();
+  if (command == parser.keys) {
+    const auto& extras = command->remaining();
+    if (!extras.empty() && extras.front().rfind('-', 0) == 0) {
+      return error_result(name, describe_extras(extras, false));
+    }
+    if (!extras.empty()) {
+      return error_result(
+          name, "unknown action '" + extras.front() + "' (expected install, use, remove or list)");
+    }
+    return error_result(name, "an action is required: install, use, remove or list");
+  }
   if (!command->remaining().empty())
-    return error_result(name, describe_extras(command->remaining()));
+    return error_result(full_name, describe_extras(command->remaining(), command == parser.join));
   if (has_separator && name != "join") {
     return error_result(name, "'-- CMD' is only accepted by join");
   }
@@ -710,7 +911,7 @@ ParseResult parse_split(const std::vector<std::string>& ours,
     options.worker_command = worker;
     return {std::move(options), 0, ""};
   } catch (const UsageError& error) {
-    return error_result(name, error.message);
+    return error_result(full_name, error.message);
   }
 }
 
@@ -730,7 +931,11 @@ std::string version_text() {
 std::string help_text(const std::string& command) {
   Parser parser;
   if (command.empty()) return parser.app.help();
-  return parser.app.get_subcommand(command)->help();
+  const auto space = command.find(' ');
+  if (space == std::string::npos) return parser.app.get_subcommand(command)->help();
+  return parser.app.get_subcommand(command.substr(0, space))
+      ->get_subcommand(command.substr(space + 1))
+      ->help();
 }
 
 }  // namespace gossip_rdzv::cli

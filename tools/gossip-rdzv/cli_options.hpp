@@ -12,7 +12,10 @@
 
 namespace gossip_rdzv::cli {
 
-enum class Command { join, seed, members, doctor };
+enum class Command { join, seed, members, doctor, keygen, keys };
+
+/// `keys install|use|remove|list`: what to do to the key file (docs/security.md).
+enum class KeysAction { install, use, remove, list };
 
 /// --format: env / export / json for `join`, table / json for `members`, text / json for
 /// `doctor`.
@@ -27,7 +30,8 @@ struct Verbosity {
 
 struct CliOptions {
   Command command = Command::join;
-  /// join and seed: the node's configuration, every flag already validated.
+  /// join and seed: the node's configuration, every flag already validated. Every command
+  /// but keygen: --key-file (or GOSSIP_RDZV_KEY_FILE) is config.key_file.
   gossip_rdzv::Config config;
   OutputFormat format = OutputFormat::env;
   std::string env_file;                     ///< --env-file, may contain {local_rank}; empty: none
@@ -51,6 +55,13 @@ struct CliOptions {
   std::string query_endpoint;
   std::chrono::milliseconds query_timeout{5000};
   /// doctor: the seeds, --listen, --master-port and --run-id are in `config`.
+  /// keygen: the file to write (empty: print the key on stdout), and --force.
+  std::string keygen_path;
+  bool force = false;
+  /// keys: what to do to config.key_file, and the KEY (install: a key; use, remove: a key or
+  /// a key id) it is about.
+  KeysAction keys_action = KeysAction::list;
+  std::string key_argument;
   /// Valid but risky input, e.g. --nnodes 2:8 where two disjoint groups could form.
   std::vector<std::string> warnings;
 };
@@ -70,7 +81,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args);
 /// of different protocol versions refuse each other (exit 7); compare this line on each.
 std::string version_text();
 
-/// The --help text of `command` (or of the program when empty), as printed by --help.
+/// The --help text of `command` (or of the program when empty; "keys install" for a
+/// subcommand of keys), as printed by --help.
 std::string help_text(const std::string& command = "");
 
 }  // namespace gossip_rdzv::cli

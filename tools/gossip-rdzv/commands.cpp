@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "progress.hpp"
 #include "protocol/endpoint.hpp"
 #include "transport/interface.hpp"
+#include "transport/keyring.hpp"
 #include "watch.hpp"
 
 namespace gossip_rdzv::cli {
@@ -101,10 +103,21 @@ std::optional<std::string> socket_ifname(const Assignment& assignment) {
   return transport::interface_for_address(assignment.me().host);
 }
 
+// The store's variables (docs/store.md): the agent, and with --key-file the key file its
+// requests must be sealed with, as an absolute path since a worker may start elsewhere.
+void add_store_env(EnvVars& env, const Assignment& assignment, const CliOptions& options) {
+  env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+  if (!options.config.key_file.empty()) {
+    env.emplace_back(
+        "GOSSIP_RDZV_KEY_FILE",
+        std::filesystem::absolute(options.config.key_file).lexically_normal().string());
+  }
+}
+
 // --serve-store: processes started from the env output reach the store through this agent,
 // as the workers of `-- CMD` do (worker_specs).
 EnvVars with_store(EnvVars env, const Assignment& assignment, const CliOptions& options) {
-  if (options.serve_store) env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+  if (options.serve_store) add_store_env(env, assignment, options);
   return env;
 }
 
@@ -184,7 +197,7 @@ std::vector<WorkerSpec> worker_specs(const Assignment& assignment, const CliOpti
   for (std::uint32_t local_rank = 0; local_rank < assignment.me().nproc; ++local_rank) {
     EnvVars env = torch_env(assignment, local_rank, ifname);
     // The store (docs/store.md): workers reach it through this agent's gossip socket.
-    env.emplace_back("GOSSIP_RDZV_STORE", assignment.me().endpoint);
+    add_store_env(env, assignment, options);
     env.emplace_back("TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
     specs.push_back(WorkerSpec{options.worker_command, std::move(env)});
   }
@@ -291,6 +304,11 @@ int run_join(const CliOptions& options) {
     }
   }
   check_output_paths(options);
+  // Before the node starts, as the output paths: Keyring::load_file's Error(usage) names the
+  // file, the line and the fix.
+  if (!options.config.key_file.empty()) {
+    (void)transport::Keyring::load_file(options.config.key_file);
+  }
   // Only the outcome is asked for: the user's next command need not wait for our stay.
   Handoff handoff;
   if (options.worker_command.empty() && !options.serve_store && !options.watch) {
@@ -349,8 +367,8 @@ int run_seed(const CliOptions& options) {
 }
 
 int run_members(const CliOptions& options) {
-  auto members =
-      query_members(options.query_endpoint, options.config.run_id, options.query_timeout);
+  auto members = query_members(options.query_endpoint, options.config.run_id, options.query_timeout,
+                               options.config.key_file);
   std::cout << (options.format == OutputFormat::json ? members_json(members)
                                                      : members_table(members))
             << std::flush;
@@ -365,7 +383,14 @@ int run_doctor(const CliOptions& options) {
   doctor.master_port = options.config.master_port;
   doctor.run_id = options.config.run_id;
   doctor.timeout = options.query_timeout;
-  SystemProbe probe;
+  // Read first: a key file that cannot be read stops doctor as it would stop join (exit 2).
+  if (!options.config.key_file.empty()) {
+    const auto keyring = transport::Keyring::load_file(options.config.key_file);
+    doctor.key_file = options.config.key_file;
+    doctor.key_id = transport::key_id_text(keyring->primary_id());
+    doctor.key_count = keyring->size();
+  }
+  SystemProbe probe(options.config.key_file);
   const DoctorReport report = gossip_rdzv::cli::run_doctor(doctor, probe);
   std::cout << (options.format == OutputFormat::json ? doctor_json(report) : doctor_text(report))
             << std::flush;

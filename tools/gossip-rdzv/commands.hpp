@@ -1,5 +1,5 @@
-// The four commands, run from validated options. Each returns the process exit code or
-// throws gossip_rdzv::Error, which main() turns into a message and that error's code.
+// The commands, run from validated options. Each returns the process exit code or throws
+// gossip_rdzv::Error, which main() turns into a message and that error's code.
 #pragma once
 
 #include "cli_options.hpp"
@@ -15,5 +15,8 @@ int run_join(const CliOptions& options);
 int run_seed(const CliOptions& options);
 int run_members(const CliOptions& options);
 int run_doctor(const CliOptions& options);
+/// keygen and keys (keys_command.cpp): the job's key file (docs/security.md).
+int run_keygen(const CliOptions& options);
+int run_keys(const CliOptions& options);
 
 }  // namespace gossip_rdzv::cli

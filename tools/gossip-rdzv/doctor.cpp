@@ -448,7 +448,7 @@ DoctorProbe::Handshake SystemProbe::handshake(const std::string& endpoint,
                                               const std::string& run_id, milliseconds timeout) {
   Handshake out;
   try {
-    const auto members = query_members(endpoint, run_id, timeout);
+    const auto members = query_members(endpoint, run_id, timeout, key_file_);
     out.members = members.size();
     out.alive = static_cast<std::size_t>(
         std::count_if(members.begin(), members.end(),
@@ -519,6 +519,13 @@ DoctorReport run_doctor(const DoctorOptions& options, DoctorProbe& probe) {
   if (options.master_port != 0) report.items.push_back(check_master_port(effective, probe));
   if (routed != nullptr) report.items.push_back(check_route(*routed, effective, probe, report));
   report.items.push_back(check_hostname(routed, report, probe));
+  report.key = options.key_file.empty()
+                   ? "none (messages in clear)"
+                   : fmt::format("{} ({} key{}) from {}", options.key_id, options.key_count,
+                                 options.key_count == 1 ? "" : "s", options.key_file);
+  report.key_file = options.key_file;
+  report.key_id = options.key_id;
+  report.key_count = options.key_count;
   return report;
 }
 
@@ -537,6 +544,7 @@ std::string doctor_text(const DoctorReport& report) {
     }
     out += "\n";
   }
+  if (!report.key.empty()) out += "key: " + report.key + "\n";
   const auto failures = count(report, Verdict::fail);
   const auto warnings = count(report, Verdict::warn);
   const DoctorItem* worst = blocking_item(report);
@@ -557,7 +565,12 @@ std::string doctor_json(const DoctorReport& report) {
       ", \"exit_code\": " + std::to_string(code) +
       ", \"exit_name\": " + json_string(gossip_rdzv::to_string(static_cast<ErrorCode>(code))) +
       ", \"advertise\": " + json_string(report.advertise) +
-      ", \"gloo_socket_ifname\": " + json_string(report.gloo_socket_ifname) + ", \"checks\": [";
+      ", \"gloo_socket_ifname\": " + json_string(report.gloo_socket_ifname) + ", \"key\": " +
+      (report.key_file.empty() ? std::string("null")
+                               : "{\"file\": " + json_string(report.key_file) +
+                                     ", \"id\": " + json_string(report.key_id) +
+                                     ", \"keys\": " + std::to_string(report.key_count) + "}") +
+      ", \"checks\": [";
   bool first = true;
   for (const auto& entry : report.items) {
     out += first ? "\n  " : ",\n  ";

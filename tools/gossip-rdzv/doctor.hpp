@@ -29,6 +29,11 @@ struct DoctorOptions {
   std::uint16_t master_port = 0;        ///< --master-port; 0: not checked
   std::string run_id = "default";
   std::chrono::milliseconds timeout{5000};  ///< per TCP probe and per handshake
+  /// The --key-file join would use ("" : none), already read by the caller: the report
+  /// names it (the handshake is the probe's, SystemProbe(key_file)).
+  std::string key_file;
+  std::string key_id;         ///< its primary key id
+  std::size_t key_count = 0;  ///< the keys it holds
 };
 
 enum class Verdict { pass, warn, fail, skip };
@@ -50,6 +55,12 @@ struct DoctorReport {
   std::vector<DoctorItem> items;
   std::string advertise;           ///< the address join would advertise; "" if unknown
   std::string gloo_socket_ifname;  ///< the interface holding it; "" if unknown
+  /// "<primary key id> (N keys) from PATH", or "none (messages in clear)"; and its parts
+  /// for JSON (key_file "" : none).
+  std::string key;
+  std::string key_file;
+  std::string key_id;
+  std::size_t key_count = 0;
   /// 0 when nothing FAILs, else the code of the most fundamental failure:
   /// usage, seed_unresolved, seed_unreachable, listen_failed, run_id_mismatch,
   /// version_mismatch, then any other.
@@ -99,6 +110,8 @@ class DoctorProbe {
 /// The real thing: getaddrinfo, TCP connect, query_members, bind, UDP connect, /proc.
 class SystemProbe : public DoctorProbe {
  public:
+  /// The handshake is sealed with the keys of `key_file` ("" : none), as join's messages.
+  explicit SystemProbe(std::string key_file = {}) : key_file_(std::move(key_file)) {}
   Resolution resolve(const std::string& host) override;
   transport::ProbeResult connect(const std::string& ip, std::uint16_t port,
                                  std::chrono::milliseconds timeout) override;
@@ -108,16 +121,20 @@ class SystemProbe : public DoctorProbe {
   std::optional<Route> route_to(const std::string& ip) override;
   bool is_local_address(const std::string& ip) override;
   std::string hostname() override;
+
+ private:
+  std::string key_file_;
 };
 
 /// Runs every check. Seeds must already be valid endpoints (the CLI parses them).
 DoctorReport run_doctor(const DoctorOptions& options, DoctorProbe& probe);
 
 /// One line per item ("PASS  reach  node0:29400: connected to ..."), fixes indented under
-/// their item, then the advertise address and the verdict.
+/// their item, then the advertise address, the key and the verdict.
 std::string doctor_text(const DoctorReport& report);
 
 /// {"ok", "exit_code", "exit_name", "advertise", "gloo_socket_ifname",
+///  "key": null or {"file", "id", "keys"},
 ///  "checks": [{"check", "subject", "verdict", "exit_code", "finding", "fix"}, ...]}
 std::string doctor_json(const DoctorReport& report);
 

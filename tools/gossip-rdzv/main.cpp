@@ -56,6 +56,10 @@ int run(const CliOptions& options) {
       return gossip_rdzv::cli::run_members(options);
     case Command::doctor:
       return gossip_rdzv::cli::run_doctor(options);
+    case Command::keygen:
+      return gossip_rdzv::cli::run_keygen(options);
+    case Command::keys:
+      return gossip_rdzv::cli::run_keys(options);
     default:
       return gossip_rdzv::cli::run_join(options);
   }
