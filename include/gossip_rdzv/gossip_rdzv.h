@@ -93,6 +93,10 @@ GOSSIP_RDZV_API void gossip_rdzv_config_free(gossip_rdzv_config* config);
  *                   after a round commits the nodes agree on the next one when a member dies
  *                   or restarts, a node arrives below MAX, or a node reports its workers
  *                   failed (gossip_rdzv_node_report_workers_failed). Default 0: agree once.
+ *   key_file        /etc/gossip-rdzv/job.key: the job's key file (docs/security.md; the
+ *                   command's --key-file): messages are authenticated and encrypted. Read
+ *                   here, so a file that cannot be read or holds no valid key is E_USAGE
+ *                   naming it; "" clears it (the default: no key, messages in clear).
  * Returns GOSSIP_RDZV_E_USAGE naming the field for an unknown name or a bad value. Checks
  * that involve several fields happen in gossip_rdzv_node_new. */
 GOSSIP_RDZV_API int gossip_rdzv_config_set(gossip_rdzv_config* config, const char* name,
@@ -233,10 +237,12 @@ GOSSIP_RDZV_API void gossip_rdzv_assignment_free(gossip_rdzv_assignment* a);
 /* A client of the agent at `agent` ("host:port"); `run_id` may be NULL or "" (any run). */
 GOSSIP_RDZV_API int gossip_rdzv_store_new(const char* agent, const char* run_id, int64_t timeout_ms,
                                           gossip_rdzv_store** out);
-/* From GOSSIP_RDZV_STORE (and TORCHELASTIC_RUN_ID, GOSSIP_RDZV_STORE_TIMEOUT), as a worker of
- * `gossip-rdzv join -- CMD` has them. E_USAGE naming a missing variable. */
+/* From GOSSIP_RDZV_STORE (and TORCHELASTIC_RUN_ID, GOSSIP_RDZV_STORE_TIMEOUT,
+ * GOSSIP_RDZV_KEY_FILE), as a worker of `gossip-rdzv join -- CMD` has them. E_USAGE naming a
+ * missing variable or a key file that cannot be read. */
 GOSSIP_RDZV_API int gossip_rdzv_store_from_env(gossip_rdzv_store** out);
-/* The store served by `node`, which must have committed (after gossip_rdzv_node_wait). */
+/* The store served by `node`, which must have committed (after gossip_rdzv_node_wait); it
+ * uses the node's key file. */
 GOSSIP_RDZV_API int gossip_rdzv_store_from_node(gossip_rdzv_node* node, int64_t timeout_ms,
                                                 gossip_rdzv_store** out);
 GOSSIP_RDZV_API void gossip_rdzv_store_free(gossip_rdzv_store* store);
@@ -266,6 +272,10 @@ GOSSIP_RDZV_API int gossip_rdzv_store_delete_key(gossip_rdzv_store* store, const
                                                  int* deleted);
 GOSSIP_RDZV_API int gossip_rdzv_store_num_keys(gossip_rdzv_store* store, int64_t* count);
 GOSSIP_RDZV_API int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms);
+/* The job's key file for this client's requests (docs/security.md), the one its agent was
+ * started with; "" for none. Read now and again when it changes (key rotation). E_USAGE
+ * naming a file that cannot be read or holds no valid key; the previous key stays then. */
+GOSSIP_RDZV_API int gossip_rdzv_store_set_key_file(gossip_rdzv_store* store, const char* path);
 /* Every member's load since its agent started: *text (free with gossip_rdzv_free) gets one
  * line per member, sorted by member, of five fields separated by single spaces:
  *   MEMBER HOME_REQUESTS CLIENT_REQUESTS FORWARDED KEYS

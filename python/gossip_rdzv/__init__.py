@@ -73,12 +73,15 @@ class Store:
     """A client of the store (one request in flight at a time; thread-safe).
 
     Store(agent="127.0.0.1:29400", run_id="job42", timeout=300) talks to that agent;
-    Store.from_env() uses GOSSIP_RDZV_STORE as a worker of `gossip-rdzv join` has it.
+    key_file="/etc/gossip-rdzv/job.key" seals the requests with the job's key, as an agent
+    started with that --key-file requires (docs/security.md).
+    Store.from_env() uses GOSSIP_RDZV_STORE (and GOSSIP_RDZV_KEY_FILE) as a worker of
+    `gossip-rdzv join` has them.
     Timeouts are seconds (float) or datetime.timedelta; 0 waits for ever.
     Errors raise StoreError (StoreTimeout for a key not set in time), naming key and home.
     """
 
-    def __init__(self, agent=None, run_id=None, timeout=300.0, _handle=None):
+    def __init__(self, agent=None, run_id=None, timeout=300.0, key_file=None, _handle=None):
         if _handle is not None:
             self._handle = _handle
             return
@@ -89,6 +92,12 @@ class Store:
         _check(_lib_handle.gossip_rdzv_store_new(_bytes(agent), _bytes(run_id or ""),
                                                  _milliseconds(timeout), ctypes.byref(handle)))
         self._handle = handle
+        if key_file:
+            try:
+                self.set_key_file(key_file)
+            except BaseException:
+                self.close()
+                raise
 
     @classmethod
     def from_env(cls):
@@ -169,6 +178,11 @@ class Store:
             members.append(dict(member=member, **dict(zip(fields, map(int, numbers)))))
         return members
 
+    def set_key_file(self, key_file):
+        """Seal the requests with the keys of `key_file` (None or "": no key). Raises
+        GossipRdzvError (usage) naming a file that cannot be read; the previous key stays."""
+        _check(_lib_handle.gossip_rdzv_store_set_key_file(self._handle, _bytes(key_file or "")))
+
     def set_timeout(self, timeout):
         _check(_lib_handle.gossip_rdzv_store_set_timeout(self._handle, _milliseconds(timeout)))
 
@@ -223,7 +237,8 @@ class Node:
 
     Node(seeds="node0:29400", nnodes="4", run_id="job42", listen=":29400", ...) takes the
     fields of gossip_rdzv_config_set() as keyword arguments (lists of seeds are joined,
-    booleans become 1 or 0). start(), wait() -> Assignment, store(timeout) -> Store, stop().
+    booleans become 1 or 0); key_file="/etc/gossip-rdzv/job.key" gives the job's key
+    (docs/security.md). start(), wait() -> Assignment, store(timeout) -> Store, stop().
 
     An elastic job (elastic=True; docs/protocol.md, "Rounds") has one assignment per round.
     rounds() yields them; while a round's workers run, round_over(a) says when the job moved

@@ -101,6 +101,7 @@ _SIGNATURES = {
     "gossip_rdzv_store_delete_key": (_c.c_int, [_p, _str, _c.POINTER(_c.c_int)]),
     "gossip_rdzv_store_num_keys": (_c.c_int, [_p, _c.POINTER(_i64)]),
     "gossip_rdzv_store_set_timeout": (_c.c_int, [_p, _i64]),
+    "gossip_rdzv_store_set_key_file": (_c.c_int, [_p, _str]),
     "gossip_rdzv_store_member_stats": (_c.c_int, [_p, _c.POINTER(_p)]),
 }
 

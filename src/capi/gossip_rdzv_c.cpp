@@ -23,6 +23,7 @@
 #include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
+#include "transport/keyring.hpp"
 
 struct gossip_rdzv_config {
   gossip_rdzv::Config config;
@@ -231,10 +232,14 @@ int set_field(gossip_rdzv::Config& config, const std::string& name, const std::s
     const auto flag = parse_flag(value);
     if (!flag) return usage(bad_value(name, value, "use 1 or 0 (true or false)"));
     config.elastic = *flag;
+  } else if (name == "key_file") {
+    // Read now, so that a wrong path fails here, naming the field, not at start.
+    if (!value.empty()) (void)gossip_rdzv::transport::Keyring::load_file(value);
+    config.key_file = value;
   } else {
     return usage("unknown config field '" + name +
                  "': use run_id, seeds, listen, advertise, nnodes, nproc_per_node, node_rank, "
-                 "master_port, join_timeout, last_call, timing, hostname or elastic");
+                 "master_port, join_timeout, last_call, timing, hostname, elastic or key_file");
   }
   return GOSSIP_RDZV_OK;
 }
@@ -645,6 +650,13 @@ int gossip_rdzv_store_set_timeout(gossip_rdzv_store* store, int64_t timeout_ms) 
     return usage("gossip_rdzv_store_set_timeout: store is NULL or the timeout negative");
   }
   return guarded([&] { store->store->set_timeout(milliseconds(timeout_ms)); });
+}
+
+int gossip_rdzv_store_set_key_file(gossip_rdzv_store* store, const char* path) {
+  if (store == nullptr || path == nullptr) {
+    return usage("gossip_rdzv_store_set_key_file: store and path must not be NULL");
+  }
+  return guarded([&] { store->store->set_key_file(path); });
 }
 
 }  // extern "C"

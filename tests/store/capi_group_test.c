@@ -33,8 +33,27 @@ static void config_errors_are_codes_with_messages(void) {
   gossip_rdzv_config_free(config);
 }
 
+/* A key file that cannot be read is refused where it is given, naming it. */
+static void missing_key_file_is_a_usage_error(void) {
+  const char* missing = "/nonexistent/gossip-rdzv/job.key";
+  gossip_rdzv_config* config = gossip_rdzv_config_new();
+  CHECK(gossip_rdzv_config_set(config, "key_file", missing) == GOSSIP_RDZV_E_USAGE);
+  CHECK(strstr(gossip_rdzv_last_error(), missing) != NULL);
+  REQUIRE_OK(gossip_rdzv_config_set(config, "key_file", ""));
+  gossip_rdzv_config_free(config);
+
+  gossip_rdzv_store* store = NULL;
+  REQUIRE_OK(gossip_rdzv_store_new("127.0.0.1:1", "", 1000, &store));
+  CHECK(gossip_rdzv_store_set_key_file(store, missing) == GOSSIP_RDZV_E_USAGE);
+  CHECK(strstr(gossip_rdzv_last_error(), missing) != NULL);
+  CHECK(gossip_rdzv_store_set_key_file(store, NULL) == GOSSIP_RDZV_E_USAGE);
+  REQUIRE_OK(gossip_rdzv_store_set_key_file(store, ""));
+  gossip_rdzv_store_free(store);
+}
+
 int main(void) {
   config_errors_are_codes_with_messages();
+  missing_key_file_is_a_usage_error();
 
   /* The first node listens on a free port and names itself as the seed, as
    * `gossip-rdzv join --seed node0:PORT` does on node0. */

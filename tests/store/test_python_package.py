@@ -96,6 +96,17 @@ class PythonPackageTest(unittest.TestCase):
             if saved is not None:
                 os.environ["GOSSIP_RDZV_STORE"] = saved
 
+    def test_a_key_file_that_does_not_exist_is_a_usage_error(self):
+        missing = "/nonexistent/gossip-rdzv/job.key"
+        with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
+            gossip_rdzv.Node(seeds="127.0.0.1:1", nnodes="1", key_file=missing)
+        self.assertEqual(caught.exception.name, "usage")
+        self.assertIn(missing, str(caught.exception))
+        with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
+            gossip_rdzv.Store(agent="127.0.0.1:1", key_file=missing)
+        self.assertEqual(caught.exception.name, "usage")
+        self.assertIn(missing, str(caught.exception))
+
     def test_round_calls_on_a_job_that_is_not_elastic_are_usage_errors(self):
         node, assignment = self.nodes[0], self.assignments[0]
         calls = [lambda: node.round_over(assignment), lambda: node.round_change,
