@@ -80,7 +80,8 @@ class DebTest(unittest.TestCase):
         self.assertTrue(list(usr.glob("lib*/**/pkgconfig/gossip_rdzv.pc")))
         pages = sorted(p.name for p in (usr / "share/man/man1").glob("*.1.gz"))
         self.assertEqual(pages, [f"gossip-rdzv{s}.1.gz" for s in
-                                 ("-doctor", "-join", "-members", "-seed", "-sim", "")])
+                                 ("-doctor", "-join", "-keygen", "-keys", "-members",
+                                  "-seed", "-sim", "")])
 
     def test_man_pages_come_from_help(self):
         man = self.root / "usr/share/man/man1"
