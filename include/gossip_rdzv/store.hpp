@@ -157,7 +157,7 @@ class GOSSIP_RDZV_API Store {
   /// none. Throws StoreError(usage) as the constructor does, keeping the previous key.
   void set_key_file(const std::string& path);
   /// The key file in use, "" for none.
-  const std::string& key_file() const;
+  std::string key_file() const;
 
   struct GOSSIP_RDZV_LOCAL Impl;
 

@@ -511,7 +511,8 @@ void Store::set_key_file(const std::string& path) {
   if (impl_->transport) impl_->transport->set_keyring(impl_->keys.current(Clock::now()));
 }
 
-const std::string& Store::key_file() const {
+std::string Store::key_file() const {
+  std::lock_guard lock(impl_->mutex);
   return impl_->options.key_file;
 }
 
