@@ -30,7 +30,7 @@ add_library(gossip_rdzv::gossip_rdzv ALIAS gossip_rdzv)
 target_include_directories(gossip_rdzv PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-target_link_libraries(gossip_rdzv PRIVATE cppzmq spdlog::spdlog Threads::Threads)
+target_link_libraries(gossip_rdzv PRIVATE cppzmq PkgConfig::sodium spdlog::spdlog Threads::Threads)
 
 configure_file(${PROJECT_SOURCE_DIR}/cmake/gossip_rdzv.map.in
                ${PROJECT_BINARY_DIR}/gossip_rdzv.map @ONLY)
@@ -46,4 +46,4 @@ set_target_properties(gossip_rdzv PROPERTIES
 add_library(gossip_rdzv_internal STATIC ${gossip_rdzv_objects})
 target_include_directories(gossip_rdzv_internal PUBLIC
   ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(gossip_rdzv_internal PUBLIC cppzmq spdlog::spdlog Threads::Threads)
+target_link_libraries(gossip_rdzv_internal PUBLIC cppzmq PkgConfig::sodium spdlog::spdlog Threads::Threads)

@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libgtest-dev libcli11-dev
+  libzmq3-dev libsodium-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libgtest-dev libcli11-dev
   libgloo-dev python3-torch
   clang libclang-rt-14-dev
   help2man lintian dpkg-dev fakeroot

@@ -38,6 +38,7 @@ enum class ErrorCode : int {
   io_error = 10,         ///< writing an env or membership file failed
   seed_unresolved = 11,  ///< the seed's host name does not resolve
   job_over = 12,         ///< an elastic job of this run id ended: it finished or failed
+  auth_failed = 13,      ///< the seeds hold another job key than this node, or it has none
   internal = 70,         ///< a bug: please report it
 };
 

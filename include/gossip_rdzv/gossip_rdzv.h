@@ -47,6 +47,7 @@ typedef enum gossip_rdzv_status {
   GOSSIP_RDZV_E_IO = 10,
   GOSSIP_RDZV_E_SEED_UNRESOLVED = 11,
   GOSSIP_RDZV_E_JOB_OVER = 12,       /* an elastic job of this run id ended (finished or failed) */
+  GOSSIP_RDZV_E_AUTH_FAILED = 13,    /* the seeds hold another job key, or this node has none */
   GOSSIP_RDZV_E_INTERNAL = 70,       /* a bug: please report it */
   GOSSIP_RDZV_E_STORE_TIMEOUT = 101, /* a key was not set in time (message names it) */
   GOSSIP_RDZV_E_STORE_UNAVAILABLE = 102, /* the agent or the key's home did not answer */

@@ -75,6 +75,7 @@ static_assert(GOSSIP_RDZV_E_NOT_ADMITTED == static_cast<int>(ErrorCode::not_admi
 static_assert(GOSSIP_RDZV_E_IO == static_cast<int>(ErrorCode::io_error));
 static_assert(GOSSIP_RDZV_E_SEED_UNRESOLVED == static_cast<int>(ErrorCode::seed_unresolved));
 static_assert(GOSSIP_RDZV_E_JOB_OVER == static_cast<int>(ErrorCode::job_over));
+static_assert(GOSSIP_RDZV_E_AUTH_FAILED == static_cast<int>(ErrorCode::auth_failed));
 static_assert(GOSSIP_RDZV_E_INTERNAL == static_cast<int>(ErrorCode::internal));
 static_assert(GOSSIP_RDZV_E_STORE_TIMEOUT == store_status(StoreErrorCode::timeout));
 static_assert(GOSSIP_RDZV_E_STORE_UNAVAILABLE == store_status(StoreErrorCode::unavailable));

@@ -13,7 +13,7 @@ struct StatusName {
 // The one table of status names (include/gossip_rdzv/error.hpp): C's
 // gossip_rdzv_status_name() and the Python package read it through status_name(). The
 // names are string literals, so C can hand out their data() as NUL-terminated strings.
-constexpr std::array<StatusName, 20> kStatusNames = {{
+constexpr std::array<StatusName, 21> kStatusNames = {{
     {static_cast<int>(ErrorCode::ok), "ok"},
     {static_cast<int>(ErrorCode::worker_failed), "worker_failed"},
     {static_cast<int>(ErrorCode::usage), "usage"},
@@ -27,6 +27,7 @@ constexpr std::array<StatusName, 20> kStatusNames = {{
     {static_cast<int>(ErrorCode::io_error), "io_error"},
     {static_cast<int>(ErrorCode::seed_unresolved), "seed_unresolved"},
     {static_cast<int>(ErrorCode::job_over), "job_over"},
+    {static_cast<int>(ErrorCode::auth_failed), "auth_failed"},
     {static_cast<int>(ErrorCode::internal), "internal"},
     {store_status(StoreErrorCode::timeout), "store_timeout"},
     {store_status(StoreErrorCode::unavailable), "store_unavailable"},

@@ -164,7 +164,10 @@ struct QueryReply {
 enum class RefuseReason : std::uint8_t {
   run_id_mismatch = 1,
   version_mismatch = 2,
-  bad_message = 3
+  bad_message = 3,
+  /// Never sent in a Refuse: the transport drops a message without the job's key and answers
+  /// with its own notice (transport/auth_notice.hpp); the runtime reports it under this reason.
+  key_mismatch = 4
 };
 /// Sent instead of an answer to a peer of another run or version, so both sides can say so.
 struct Refuse {

@@ -7,6 +7,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "runtime/auth_report.hpp"
+
 namespace gossip_rdzv::runtime {
 namespace {
 
@@ -135,6 +137,9 @@ Error refusal_error(const protocol::PeerRefused& wire_refusal, const std::string
                     const std::string& subject) {
   const std::string peer = printable(wire_refusal.peer);
   const std::string detail = printable(wire_refusal.detail);
+  if (wire_refusal.reason == protocol::RefuseReason::key_mismatch) {
+    return Error(ErrorCode::auth_failed, key_refusal_text(wire_refusal));
+  }
   if (wire_refusal.reason == protocol::RefuseReason::run_id_mismatch) {
     return Error(ErrorCode::run_id_mismatch,
                  peer + " refused " + subject + ": " + detail +
@@ -162,11 +167,12 @@ bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count) {
   return !state.joined && seed_count > 0 && decisive_refusals(state).size() >= seed_count;
 }
 
-bool refused_by_seeds_of_another_run(const RuntimeState& state, std::size_t seed_count) {
+bool refused_by_seeds_of_another_job(const RuntimeState& state, std::size_t seed_count) {
   if (!refused_by_every_seed(state, seed_count)) return false;
   const auto refusals = decisive_refusals(state);
   return std::all_of(refusals.begin(), refusals.end(), [](const protocol::PeerRefused& r) {
-    return r.reason == protocol::RefuseReason::run_id_mismatch;
+    return r.reason == protocol::RefuseReason::run_id_mismatch ||
+           r.reason == protocol::RefuseReason::key_mismatch;
   });
 }
 
@@ -195,6 +201,20 @@ std::string refused_runs_text(const RuntimeState& state, const std::string& run_
       "--run-id {}",
       refused.size() == 1 ? "a node" : std::to_string(refused.size()) + " nodes", and_list(refused),
       run_id);
+}
+
+std::string refused_keys_text(const RuntimeState& state) {
+  std::vector<std::string> refused;
+  for (const auto& refusal : state.refusals) {
+    if (!refusal.by_us || refusal.reason != protocol::RefuseReason::key_mismatch) continue;
+    refused.push_back(printable(refusal.peer));
+  }
+  if (refused.empty()) return "";
+  return fmt::format(
+      "this node refused messages from {} without this job's key: {}; if they belong to this "
+      "job, start them with the same --key-file",
+      refused.size() == 1 ? "a peer" : std::to_string(refused.size()) + " peers",
+      and_list(refused));
 }
 
 Error join_timeout_error(const Config& config, const protocol::Snapshot& snapshot,

@@ -27,8 +27,9 @@ const char* status_text(protocol::MemberStatus status);
 /// The seeds' endpoints, or "none (this node is the seed)".
 std::string seed_list_text(const std::vector<SeedAddress>& seeds);
 
-/// run_id_mismatch or version_mismatch, naming the peer, both sides' values and the fix.
-/// `subject` is who was refused: "this node", or "the query" for query_members.
+/// run_id_mismatch, version_mismatch or (a key_mismatch refusal) auth_failed, naming the peer, both
+/// sides' values and the fix. `subject` is who was refused: "this node", or "the query" for
+/// query_members.
 Error refusal_error(const protocol::PeerRefused& wire_refusal, const std::string& run_id,
                     const std::string& subject = "this node");
 /// The refusals that settle "will this seed ever let us in": it refused us, or it speaks a
@@ -37,14 +38,17 @@ std::vector<protocol::PeerRefused> decisive_refusals(const RuntimeState& state);
 /// Before joining we only talk to seeds: once as many seeds have refused as we have, waiting
 /// longer cannot help.
 bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count);
-/// refused_by_every_seed, each seed for another run id: possibly a previous job's node still
-/// staying on a seed's port (Node::wait lets one stay pass before it believes them).
-bool refused_by_seeds_of_another_run(const RuntimeState& state, std::size_t seed_count);
+/// refused_by_every_seed, each seed for another run id or another job key: possibly a previous
+/// job's node still staying on a seed's port (Node::wait lets one stay pass before it
+/// believes them).
+bool refused_by_seeds_of_another_job(const RuntimeState& state, std::size_t seed_count);
 /// What peers told this node about its own endpoint `self`, or "" when nobody did.
 std::string told_unreachable_text(const RuntimeState& state, const std::string& self);
 /// The nodes this node refused because they belong to another run id, with that run id, or
 /// "" when there were none: a node started with a mistyped --run-id is one of the missing.
 std::string refused_runs_text(const RuntimeState& state, const std::string& run_id);
+/// The peers this node refused for want of the job's key, or "" when there were none.
+std::string refused_keys_text(const RuntimeState& state);
 /// join_timeout: how many of MIN:MAX joined and which, how many are missing and how to start
 /// them, who was seen and then went silent (last heard, via whom), whose advertised address
 /// gets no answer from here, and `told` (told_unreachable_text).

@@ -47,7 +47,8 @@ using runtime::progress_rows;
 using runtime::reachable_only_one_way;
 using runtime::refusal_error;
 using runtime::refused_by_every_seed;
-using runtime::refused_by_seeds_of_another_run;
+using runtime::refused_by_seeds_of_another_job;
+using runtime::refused_keys_text;
 
 /// The committed assignment of the round the node is in (none while a new round forms).
 std::optional<Assignment> current_assignment(const runtime::RuntimeState& state) {
@@ -158,11 +159,12 @@ Error Node::Impl::timeout_error(const runtime::RuntimeState& state) const {
                                                   seconds_text(config.join_timeout) + ": " +
                                                   explain_silent_seeds(seeds));
   }
-  const std::string refused = refused_runs_text(state, config.run_id);
-  return join_timeout_error(config, runtime->snapshot(), runtime->now(),
-                            told.empty()      ? refused
-                            : refused.empty() ? told
-                                              : told + ". " + refused);
+  std::string notes = told;
+  for (const std::string& note :
+       {refused_runs_text(state, config.run_id), refused_keys_text(state)}) {
+    if (!note.empty()) notes += (notes.empty() ? "" : ". ") + note;
+  }
+  return join_timeout_error(config, runtime->snapshot(), runtime->now(), notes);
 }
 
 Node::Node(Config config) : impl_(std::make_unique<Impl>()) {
@@ -241,7 +243,7 @@ Assignment Node::wait() {
         return over(s) || refused_by_every_seed(s, seed_count);
       },
       deadline);
-  if (!over(runtime.state()) && refused_by_seeds_of_another_run(runtime.state(), seed_count)) {
+  if (!over(runtime.state()) && refused_by_seeds_of_another_job(runtime.state(), seed_count)) {
     // The refusal may come from the stay of a previous job on a seed's machine, still
     // answering on the port until it ends or the new node there ends it (one stay at most):
     // the join goes on meanwhile, and only a refusal that outlasts that is final.

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/endpoint.hpp"
+#include "runtime/auth_report.hpp"
 #include "transport/socket_address.hpp"
 
 namespace gossip_rdzv::runtime {
@@ -166,6 +167,24 @@ Runtime::~Runtime() {
   stop();
 }
 
+void Runtime::watch_key_file(const std::string& path) {
+  key_file_.emplace(path, std::chrono::seconds(1));
+}
+
+void Runtime::reread_key_file() {
+  if (!key_file_) return;
+  auto change = key_file_->poll(std::chrono::steady_clock::now());
+  if (!change) return;
+  if (!change->keyring) {
+    log_->warn("key file {} changed but cannot be used, so the previous keys stay in use: {}",
+               key_file_->path(), change->problem);
+    return;
+  }
+  log_->info("key file {} re-read: {} key(s), primary key id {}", key_file_->path(),
+             change->keyring->size(), transport::key_id_text(change->keyring->primary_id()));
+  transport_->set_keyring(std::move(change->keyring));
+}
+
 void Runtime::start() {
   if (thread_.joinable() || !transport_) return;
   thread_ = std::thread([this] { run(); });
@@ -262,6 +281,7 @@ void Runtime::loop() {
     // its peers can commit too.
     publish();
     if (stopping_) break;
+    reread_key_file();
     inbound = receive_batch();
   }
 }
@@ -324,6 +344,10 @@ std::vector<Runtime::Send> Runtime::step(Time now,
   std::vector<Send> outgoing;
   std::lock_guard lock(mutex_);
   for (const auto& message : inbound) {
+    if (message.refusal) {
+      handle_key_refusal(now, *message.refusal);
+      continue;
+    }
     if (sidecar_ && sidecar_->claims(message.bytes)) {
       sidecar_->on_bytes(now, message.bytes);
       continue;
@@ -374,6 +398,34 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
     return;
   }
   warn_undecodable(now, error);
+}
+
+void Runtime::handle_key_refusal(Time now, const transport::AuthRefusal& refusal) {
+  std::optional<transport::KeyId> ours;
+  if (const auto& ring = transport_->keyring()) ours = ring->primary_id();
+  protocol::PeerRefused event = key_refusal(refusal, ours);
+  event.peer = printable(event.peer);
+  const LogLimiter::Decision decision = key_warnings_.allow(now);
+  if (decision.suppressed_before > 0) {
+    log_->warn("{} more messages refused for want of the job's key were not logged",
+               decision.suppressed_before);
+  }
+  if (decision.log) {
+    log_->warn("{}", key_refusal_text(event));
+  } else {
+    log_->debug("{}", key_refusal_text(event));
+  }
+  // The first refusal per peer and direction, and a bounded number of them.
+  const bool known =
+      std::any_of(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
+        return r.reason == event.reason && r.by_us == event.by_us && r.peer == event.peer;
+      });
+  const auto recorded =
+      std::count_if(state_.refusals.begin(), state_.refusals.end(),
+                    [](const auto& r) { return r.reason == protocol::RefuseReason::key_mismatch; });
+  if (!known && static_cast<std::size_t>(recorded) < kMaxKeyRefusals) {
+    state_.refusals.push_back(std::move(event));
+  }
 }
 
 void Runtime::warn_undecodable(Time now, const protocol::DecodeError& error) {

@@ -21,6 +21,7 @@
 #include "protocol/codec.hpp"
 #include "protocol/core.hpp"
 #include "runtime/log_limiter.hpp"
+#include "transport/key_file_watch.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv::runtime {
@@ -120,6 +121,11 @@ class Runtime {
   protocol::Time now() const;
   const protocol::CoreConfig& config() const { return config_; }
 
+  /// Key rotation: the loop re-reads `path` (the key file the transport's keyring came from)
+  /// when it changes, at most once a second, and seals and opens with its keys from then on.
+  /// Call before start().
+  void watch_key_file(const std::string& path);
+
   /// For tests: called on the loop thread after each message of the core is handed to the
   /// transport. Set it before start().
   void set_send_observer(std::function<void(const protocol::Outgoing&)> observer) {
@@ -139,6 +145,10 @@ class Runtime {
   std::vector<transport::Received> receive_batch();
   std::chrono::milliseconds time_to_wakeup() const;
   void handle_bytes(protocol::Time now, const Bytes& bytes);
+  /// A message dropped for want of the key, by the transport or by the peer: logged (within
+  /// a budget) and recorded for the failure report.
+  void handle_key_refusal(protocol::Time now, const transport::AuthRefusal& refusal);
+  void reread_key_file();
   void warn_undecodable(protocol::Time now, const protocol::DecodeError& error);
   std::vector<Send> step(protocol::Time now, const std::vector<transport::Received>& inbound);
   void transmit(const Send& send);
@@ -173,6 +183,11 @@ class Runtime {
   static constexpr std::size_t kDecodeWarningBurst = 5;
   static constexpr protocol::Time kDecodeWarningPeriod = std::chrono::seconds(10);
   LogLimiter decode_warnings_{kDecodeWarningBurst, kDecodeWarningPeriod};
+  /// The same budget for refusals for want of the key, which strangers can trigger too.
+  LogLimiter key_warnings_{kDecodeWarningBurst, kDecodeWarningPeriod};
+  /// Key refusals recorded in state_.refusals at most: a stranger can claim any sender.
+  static constexpr std::size_t kMaxKeyRefusals = 32;
+  std::optional<transport::KeyFileWatch> key_file_;  ///< loop thread only, after start()
 };
 
 /// `text` with control characters and non-ASCII bytes written as \xNN, for strings that came

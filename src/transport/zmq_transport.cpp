@@ -179,13 +179,24 @@ bool ZmqTransport::send_raw(zmq::socket_t& socket, const std::string& id, const 
 bool ZmqTransport::send(const std::string& endpoint, const Bytes& bytes) {
   Destination* target = destination(zmq_tcp_address(endpoint));
   if (target == nullptr) return false;
-  Bytes frame = zmtp_frame(bytes.data(), bytes.size());
-  if (target->reader.handshake_done()) return send_raw(outbox_, target->routing_id, frame);
-  if (target->waiting.size() >= static_cast<std::size_t>(options_.send_high_water_mark)) {
+  if (can_send(*target)) {
+    return send_raw(outbox_, target->routing_id, frame_for(target->channel, bytes));
+  }
+  if (target->channel.refused ||
+      target->waiting.size() >= static_cast<std::size_t>(options_.send_high_water_mark)) {
     return false;
   }
-  target->waiting.push_back(std::move(frame));
+  target->waiting.push_back(bytes);
   return true;
+}
+
+bool ZmqTransport::can_send(const Destination& target) const {
+  return target.reader.handshake_done() && (!options_.keyring || target.channel.theirs);
+}
+
+Bytes ZmqTransport::frame_for(Channel& channel, const Bytes& bytes) const {
+  if (!options_.keyring) return zmtp_frame(bytes);
+  return zmtp_frame(options_.keyring->seal(bytes, *channel.theirs, ++channel.sent));
 }
 
 ZmqTransport::Destination* ZmqTransport::destination(const std::string& address) {
@@ -208,6 +219,8 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
   // connection is used once: when it drops it is closed (drop_destination), never resumed
   // mid-stream.
   send_raw(outbox_, routing_id, zmtp_handshake("DEALER"));
+  Channel channel;
+  if (options_.keyring) send_raw(outbox_, routing_id, zmtp_frame(encode_challenge(channel.ours)));
   recency_.push_front(address);
   address_of_[routing_id] = address;
   const auto inserted = destinations_.emplace(
@@ -215,7 +228,8 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
                            recency_.begin(),
                            ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)),
                            false,
-                           {}});
+                           {},
+                           channel});
   return &inserted.first->second;
 }
 
@@ -237,14 +251,23 @@ void ZmqTransport::evict_least_recent() {
 }
 
 bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {
-  if (reply_to.empty() || inbound_.count(reply_to) == 0) return false;
-  return send_raw(inbox_, reply_to, zmtp_frame(bytes.data(), bytes.size()));
+  const auto found = inbound_.find(reply_to);
+  if (reply_to.empty() || found == inbound_.end()) return false;
+  // With keys the peer's challenge came first on its connection; without it, no reply.
+  if (options_.keyring && !found->second.channel.theirs) return false;
+  return send_raw(inbox_, reply_to, frame_for(found->second.channel, bytes));
 }
 
 std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
-  auto message = receive_from(timeout);
-  if (!message) return std::nullopt;
-  return std::move(message->bytes);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto message = receive_from(timeout);
+    if (!message) return std::nullopt;
+    if (!message->refusal) return std::move(message->bytes);
+    timeout = std::max(
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+        std::chrono::milliseconds(0));
+  }
 }
 
 std::optional<Received> ZmqTransport::receive_from(std::chrono::milliseconds timeout) {
@@ -304,21 +327,48 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
   auto found = inbound_.find(id);
   if (data.size() == 0) {  // a connection opened, or closed
     if (found != inbound_.end()) {
+      inbound_recency_.erase(found->second.recency);
       inbound_.erase(found);
     } else if (send_raw(inbox_, id, zmtp_handshake("ROUTER"))) {
       // Only a live connection gets a reader: a late notice of one already closed does not.
-      inbound_.emplace(id, ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)));
+      // Beyond the cap the connection idle the longest goes: a flood of connections evicts
+      // its own before a peer that keeps talking.
+      while (inbound_.size() >= std::max<std::size_t>(options_.max_inbound_connections, 1)) {
+        close_inbound(inbound_recency_.back());
+      }
+      inbound_recency_.push_front(id);
+      Channel channel;
+      if (options_.keyring) send_raw(inbox_, id, zmtp_frame(encode_challenge(channel.ours)));
+      inbound_.emplace(id, Inbound{ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)),
+                                   inbound_recency_.begin(),
+                                   {},
+                                   channel});
     }
     return;
   }
   if (found == inbound_.end()) return;  // a connection closed by us: the rest is dropped
+  Inbound& connection = found->second;
+  inbound_recency_.splice(inbound_recency_.begin(), inbound_recency_, connection.recency);
+  if (connection.peer.empty()) {
+    // The C call only reads the message's metadata (it is not const-qualified).
+    const char* address = zmq_msg_gets(const_cast<zmq_msg_t*>(data.handle()), "Peer-Address");
+    connection.peer = address != nullptr ? address : "(unknown address)";
+  }
   std::vector<Bytes> messages;
-  if (found->second.feed(data.data<std::uint8_t>(), data.size(), messages)) {
-    send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
-    inbound_.erase(found);
+  if (connection.reader.feed(data.data<std::uint8_t>(), data.size(), messages)) {
+    close_inbound(id);
     return;  // nothing from a peer that broke the rules
   }
-  for (auto& message : messages) ready_.push_back(Received{std::move(message), id});
+  const std::string peer = connection.peer;
+  for (auto& message : messages) accept(std::move(message), id, peer, connection.channel);
+}
+
+void ZmqTransport::close_inbound(const std::string& id) {
+  const auto found = inbound_.find(id);
+  if (found == inbound_.end()) return;
+  send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
+  inbound_recency_.erase(found->second.recency);
+  inbound_.erase(found);
 }
 
 void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& data) {
@@ -338,12 +388,87 @@ void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& 
     drop_destination(std::string(address->second));
     return;
   }
-  if (target.reader.handshake_done()) {
-    for (const Bytes& frame : target.waiting) send_raw(outbox_, target.routing_id, frame);
+  // Answers on our own connection: not a reply target. The peer is the endpoint we dialled
+  // ("tcp://" removed). Its challenge, if any, comes first: read before the queue goes out.
+  const std::string peer = address->second.substr(address->second.rfind("tcp://", 0) == 0 ? 6 : 0);
+  for (auto& message : messages) accept(std::move(message), {}, peer, target.channel);
+  if (target.channel.refused) {
+    target.waiting.clear();  // it said it drops what we send: no use queueing it
+  } else if (can_send(target)) {
+    for (const Bytes& bytes : target.waiting) {
+      send_raw(outbox_, target.routing_id, frame_for(target.channel, bytes));
+    }
     target.waiting.clear();
   }
-  // Answers on our own connection: not a reply target.
-  for (auto& message : messages) ready_.push_back(Received{std::move(message), {}});
+}
+
+void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std::string& peer,
+                          Channel& channel) {
+  if (looks_like_challenge(message)) {
+    // The peer holds a key: what we send must be sealed for this challenge.
+    if (!options_.keyring) {
+      refuse(reply_to, peer, NoticeReason::no_key_here, std::nullopt, {});
+    } else if (auto challenge = decode_challenge(message); challenge && !channel.theirs) {
+      channel.theirs = challenge;  // only the first: a later one would let replays in
+    }
+    return;
+  }
+  if (looks_like_notice(message)) {
+    // A peer dropped one of ours for want of the key. Only a peer we dialled can say so: on
+    // a connection into our inbox anyone could, to make this node give up (it is
+    // unauthenticated). A malformed notice is dropped too.
+    if (!reply_to.empty()) return;
+    if (auto notice = decode_notice(message)) {
+      channel.refused = true;
+      ready_.push_back(Received{
+          {}, reply_to, AuthRefusal{false, notice->reason, peer, notice->refuser_key, {}}});
+    }
+    return;
+  }
+  const auto& ring = options_.keyring;
+  if (!ring) {
+    if (!looks_sealed(message)) {
+      ready_.push_back(Received{std::move(message), reply_to, std::nullopt});
+      return;
+    }
+    std::optional<KeyId> theirs;
+    if (message.size() >= 13) {
+      theirs.emplace();
+      std::copy(message.begin() + 5, message.begin() + 13, theirs->begin());
+    }
+    refuse(reply_to, peer, NoticeReason::no_key_here, theirs, {});
+    return;
+  }
+  Opened opened = ring->open(message, channel.ours, channel.received);
+  switch (opened.status) {
+    case OpenStatus::ok:
+      channel.received = opened.counter;
+      ready_.push_back(Received{std::move(opened.plain), reply_to, std::nullopt});
+      return;
+    case OpenStatus::not_sealed:
+      refuse(reply_to, peer, NoticeReason::key_required, std::nullopt, std::move(message));
+      return;
+    case OpenStatus::unknown_key:
+      refuse(reply_to, peer, NoticeReason::unknown_key, opened.key_id, {});
+      return;
+    case OpenStatus::forged:
+    case OpenStatus::replayed:
+      refuse(reply_to, peer, NoticeReason::forged, opened.key_id, {});
+      return;
+  }
+}
+
+void ZmqTransport::refuse(const std::string& reply_to, const std::string& peer, NoticeReason reason,
+                          std::optional<KeyId> key_id, Bytes unsealed) {
+  // Only inbound messages are answered: an answer on our own connection that we cannot open
+  // came from a peer that already knows (it refused ours, or will).
+  if (!reply_to.empty()) {
+    AuthNotice notice{reason, std::nullopt};
+    if (options_.keyring) notice.refuser_key = options_.keyring->primary_id();
+    send_raw(inbox_, reply_to, zmtp_frame(encode_notice(notice)));
+  }
+  ready_.push_back(
+      Received{{}, reply_to, AuthRefusal{true, reason, peer, key_id, std::move(unsealed)}});
 }
 
 void ZmqTransport::wake() {

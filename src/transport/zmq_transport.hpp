@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -30,9 +31,26 @@
 
 #include <zmq.hpp>
 
+#include "transport/auth_notice.hpp"
+#include "transport/keyring.hpp"
 #include "transport/zmtp.hpp"
 
 namespace gossip_rdzv::transport {
+
+/// A message dropped for want of the job's key, by us or (its notice came back) by the peer.
+struct AuthRefusal {
+  bool by_us = true;  ///< we dropped theirs (and answered with a notice), or they dropped ours
+  NoticeReason reason = NoticeReason::key_required;
+  /// Who: the endpoint we sent to when it came back on our own connection, else the inbound
+  /// connection's address ("10.0.0.7:41234", the peer's outgoing port).
+  std::string peer;
+  /// by_us: the key id the message was sealed with (unknown_key, forged); otherwise the
+  /// refuser's primary key id, when it holds keys.
+  std::optional<KeyId> key_id;
+  /// by_us with key_required: the bytes as they came, so the caller can decode who the
+  /// unsealed message claims to come from.
+  Bytes unsealed;
+};
 
 /// A received message and, when it came into the inbox, how to answer over its connection.
 struct Received {
@@ -40,6 +58,8 @@ struct Received {
   /// The inbox connection it came on (ZeroMQ routing id), for reply(); empty when it is an
   /// answer that came back on one of our own outgoing connections.
   std::string reply_to;
+  /// Set (and `bytes` empty) when this is no message but a refusal for want of the key.
+  std::optional<AuthRefusal> refusal;
 };
 
 struct TransportOptions {
@@ -58,6 +78,13 @@ struct TransportOptions {
   /// what it still queued), so a node of a large cluster holds a bounded number of TCP
   /// connections, not one per member.
   std::size_t max_destinations = 64;
+  /// Inbound connections held; beyond this the one idle the longest is closed, so a flood of
+  /// connections cannot grow memory without bound or keep a legitimate peer out for long.
+  std::size_t max_inbound_connections = 1024;
+  /// The job's keys: with one, every message is sealed on send and opened on receipt, and
+  /// what does not open is dropped and refused (AuthRefusal). Without, messages go in clear
+  /// and sealed ones arriving are refused. set_keyring() replaces it (key rotation).
+  std::shared_ptr<const Keyring> keyring;
   std::chrono::milliseconds reconnect_initial{100};
   std::chrono::milliseconds reconnect_max{5000};
 };
@@ -81,6 +108,7 @@ class ZmqTransport {
   bool send(const std::string& endpoint, const Bytes& bytes);
 
   /// The next message, waiting at most `timeout`; nullopt on timeout or after wake().
+  /// Refusals for want of the key are skipped: receive_from() reports them.
   std::optional<Bytes> receive(std::chrono::milliseconds timeout);
   /// As receive(), with the connection to reply() on. Also returns the answers that come
   /// back on the connections send() opened.
@@ -97,18 +125,38 @@ class ZmqTransport {
   /// waits. The destructor does it within options.linger.
   bool flush(std::chrono::milliseconds timeout);
 
+  /// Rotation: the keys to seal with and accept from now on (nullptr: none). Loop thread only.
+  void set_keyring(std::shared_ptr<const Keyring> keyring) {
+    options_.keyring = std::move(keyring);
+  }
+  const std::shared_ptr<const Keyring>& keyring() const { return options_.keyring; }
+
+  /// Inbound connections held now (at most options.max_inbound_connections).
+  std::size_t inbound_connections() const { return inbound_.size(); }
+
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
 
  private:
+  /// One connection's sealing state, used when the transport holds keys: our random
+  /// challenge, sent first, which the peer seals its messages for; theirs, which we seal for;
+  /// each direction's counter (keyring.hpp).
+  struct Channel {
+    Challenge ours = new_challenge();
+    std::optional<Challenge> theirs;
+    std::uint64_t sent = 0;      ///< the counter of the last message sealed for the peer
+    std::uint64_t received = 0;  ///< the counter of the last message opened from the peer
+    bool refused = false;        ///< the peer's notice said it drops what we send
+  };
   struct Destination {
     std::string routing_id;  ///< the outbox connection's name, unique for the socket's life
     std::list<std::string>::iterator recency;
     ZmtpReader reader;       ///< what the destination answers on this connection
     bool connected = false;  ///< ZeroMQ reported the TCP connection up
-    /// Frames waiting for the peer's handshake (reader.handshake_done()), at most
-    /// send_high_water_mark of them.
+    /// Messages waiting for the peer's handshake (and, with keys, its challenge), at most
+    /// send_high_water_mark of them; see can_send().
     std::deque<Bytes> waiting;
+    Channel channel;
   };
 
   void bind(const std::string& listen_host, std::uint16_t listen_port);
@@ -121,6 +169,18 @@ class ZmqTransport {
   bool read_chunk(zmq::socket_t& socket, bool inbox);
   void on_inbox_chunk(const std::string& id, const zmq::message_t& data);
   void on_outbox_chunk(const std::string& id, const zmq::message_t& data);
+  /// Opens (with a keyring) or checks (without) one message of `peer` and queues it, or the
+  /// refusal it earns, for receive(); answers an inbound refused message with a notice.
+  void accept(Bytes message, const std::string& reply_to, const std::string& peer,
+              Channel& channel);
+  /// Whether a message to `target` can go now: its handshake (and challenge) arrived.
+  bool can_send(const Destination& target) const;
+  /// `bytes` as the frame to send on `channel`: sealed for it when the transport holds keys.
+  Bytes frame_for(Channel& channel, const Bytes& bytes) const;
+  void refuse(const std::string& reply_to, const std::string& peer, NoticeReason reason,
+              std::optional<KeyId> key_id, Bytes unsealed);
+  /// Closes inbound connection `id` (an empty message tells ZeroMQ to) and forgets it.
+  void close_inbound(const std::string& id);
   std::optional<Received> take_ready();
   Destination* destination(const std::string& address);
   /// Closes the connection to `address` and forgets it (its queue is dropped).
@@ -139,8 +199,15 @@ class ZmqTransport {
   std::unordered_map<std::string, Destination> destinations_;  ///< by address
   std::unordered_map<std::string, std::string> address_of_;    ///< outbox routing id -> address
   std::list<std::string> recency_;  ///< front: most recently used destination address
-  std::unordered_map<std::string, ZmtpReader> inbound_;  ///< inbox connections by routing id
-  std::deque<Received> ready_;  ///< parsed from the last chunks read, not yet returned
+  struct Inbound {
+    ZmtpReader reader;
+    std::list<std::string>::iterator recency;
+    std::string peer;  ///< the TCP peer's address, once its first bytes came
+    Channel channel;
+  };
+  std::unordered_map<std::string, Inbound> inbound_;  ///< inbox connections by routing id
+  std::list<std::string> inbound_recency_;  ///< front: the connection heard from most recently
+  std::deque<Received> ready_;              ///< parsed from the last chunks read, not yet returned
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

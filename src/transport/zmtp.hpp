@@ -31,6 +31,9 @@ Bytes zmtp_handshake(std::string_view socket_type);
 
 /// `payload` as one final ZMTP frame (no "more" flag).
 Bytes zmtp_frame(const std::uint8_t* payload, std::size_t size);
+inline Bytes zmtp_frame(const Bytes& payload) {
+  return zmtp_frame(payload.data(), payload.size());
+}
 
 /// Parses what one peer sends: its greeting, its READY command, then single-frame messages.
 /// Holds at most one frame's bytes (max_frame_bytes + its 9-byte header) plus the unparsed

@@ -171,6 +171,14 @@ const std::vector<Phrase>& phrases() {
        "{} sends to this node but does not answer at that address: {} messages sent "},
       {"src/runtime/runtime.cpp",
        "there in {:.1f} s got no answer; told it so (the fix is on that node: its "},
+      {"src/runtime/auth_report.cpp", "authentication failed: "},
+      {"src/runtime/auth_report.cpp", " refused this node's messages: the two do not hold the "},
+      {"src/runtime/auth_report.cpp", " does not hold this job's key"},
+      {"src/runtime/auth_report.cpp",
+       "); start every node with the same --key-file (gossip-rdzv keygen makes one)"},
+      {"src/runtime/auth_report.cpp", ") and this node sent its messages without one"},
+      {"src/runtime/auth_report.cpp", "it was started without a job key and this node seals its "},
+      {"src/runtime/failure_report.cpp", " without this job's key: {}; if they belong to this "},
       {"tools/gossip-rdzv/progress.cpp", "; peers cannot reach this node at "},
       {"tools/gossip-rdzv/progress.cpp", "; no answer at the address of "},
   };
@@ -246,7 +254,8 @@ TEST(TroubleshootingDocTest, EveryErrorCodeHasASection) {
        {ErrorCode::usage, ErrorCode::listen_failed, ErrorCode::seed_unreachable,
         ErrorCode::join_timeout, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch,
         ErrorCode::rank_conflict, ErrorCode::not_admitted, ErrorCode::io_error,
-        ErrorCode::seed_unresolved, ErrorCode::job_over, ErrorCode::internal}) {
+        ErrorCode::seed_unresolved, ErrorCode::job_over, ErrorCode::auth_failed,
+        ErrorCode::internal}) {
     const std::string heading = "## Exit " + std::to_string(static_cast<int>(code)) + ": " +
                                 std::string(gossip_rdzv::to_string(code));
     EXPECT_NE(doc().find(heading), std::string::npos) << "missing section '" << heading << "'";

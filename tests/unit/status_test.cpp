@@ -30,6 +30,7 @@ const std::vector<std::pair<int, std::string>> kExpected = {
     {GOSSIP_RDZV_E_IO, "io_error"},
     {GOSSIP_RDZV_E_SEED_UNRESOLVED, "seed_unresolved"},
     {GOSSIP_RDZV_E_JOB_OVER, "job_over"},
+    {GOSSIP_RDZV_E_AUTH_FAILED, "auth_failed"},
     {GOSSIP_RDZV_E_INTERNAL, "internal"},
     {GOSSIP_RDZV_E_STORE_TIMEOUT, "store_timeout"},
     {GOSSIP_RDZV_E_STORE_UNAVAILABLE, "store_unavailable"},
@@ -49,7 +50,7 @@ TEST(Status, EveryStatusHasItsName) {
 }
 
 TEST(Status, NumbersThatNameNoStatusAreUnknown) {
-  for (int status : {-1, 13, 69, 71, 100, 107, 255}) EXPECT_EQ(status_name(status), "unknown");
+  for (int status : {-1, 14, 69, 71, 100, 107, 255}) EXPECT_EQ(status_name(status), "unknown");
 }
 
 TEST(Status, ErrorCodesAreTheirStatuses) {
@@ -67,6 +68,7 @@ TEST(Status, ErrorCodesAreTheirStatuses) {
       {ErrorCode::io_error, "io_error"},
       {ErrorCode::seed_unresolved, "seed_unresolved"},
       {ErrorCode::job_over, "job_over"},
+      {ErrorCode::auth_failed, "auth_failed"},
       {ErrorCode::internal, "internal"},
   };
   for (const auto& [code, name] : codes) {

@@ -1,0 +1,322 @@
+// ZmqTransport with job keys on real loopback sockets: sealed traffic between holders of a
+// key, refusals on both sides for a missing or wrong key, rotation, and the cap on inbound
+// connections that a flood of connections meets.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "transport/zmq_transport.hpp"
+
+namespace gossip_rdzv::transport {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+Bytes bytes_of(const std::string& text) {
+  return Bytes(text.begin(), text.end());
+}
+
+std::shared_ptr<const Keyring> new_ring() {
+  return Keyring::parse(Keyring::generate_key_line(), "test");
+}
+
+TransportOptions keyed(std::shared_ptr<const Keyring> ring) {
+  TransportOptions options;
+  options.keyring = std::move(ring);
+  return options;
+}
+
+std::string loopback(const ZmqTransport& transport) {
+  return "127.0.0.1:" + std::to_string(transport.bound_port());
+}
+
+// The next message or refusal on `transport`, while `others` read theirs (the handshakes), as
+// their event loops would; nullopt after 5 s. What `others` receive meanwhile is kept in
+// `others_got`.
+std::optional<Received> next(ZmqTransport& transport, std::vector<ZmqTransport*> others = {},
+                             std::vector<Received>* others_got = nullptr) {
+  const auto deadline = Clock::now() + 5s;
+  while (Clock::now() < deadline) {
+    for (ZmqTransport* other : others) {
+      while (auto got = other->receive_from(0ms)) {
+        if (others_got != nullptr) others_got->push_back(std::move(*got));
+      }
+    }
+    if (auto message = transport.receive_from(5ms)) return message;
+  }
+  return std::nullopt;
+}
+
+TEST(ZmqTransportKeys, HoldersOfTheKeyExchangeSealedMessagesAndReplies) {
+  const std::string key = Keyring::generate_key_line();
+  ZmqTransport alice("127.0.0.1", 0, keyed(Keyring::parse(key, "a")));
+  ZmqTransport bob("127.0.0.1", 0, keyed(Keyring::parse(key, "b")));
+  ASSERT_TRUE(alice.send(loopback(bob), bytes_of("hello bob")));
+  auto got = next(bob, {&alice});
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->refusal.has_value());
+  EXPECT_EQ(got->bytes, bytes_of("hello bob"));
+  ASSERT_TRUE(bob.reply(got->reply_to, bytes_of("hello alice")));
+  auto answer = next(alice, {&bob});
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_FALSE(answer->refusal.has_value());
+  EXPECT_EQ(answer->bytes, bytes_of("hello alice"));
+}
+
+TEST(ZmqTransportKeys, AMessageWithoutTheKeyIsRefusedOnBothSides) {
+  const auto ring = new_ring();
+  ZmqTransport keyless("127.0.0.1", 0);
+  ZmqTransport node("127.0.0.1", 0, keyed(ring));
+  ASSERT_TRUE(keyless.send(loopback(node), bytes_of("GRDV join")));
+
+  auto dropped = next(node, {&keyless});
+  ASSERT_TRUE(dropped.has_value());
+  ASSERT_TRUE(dropped->refusal.has_value()) << "an unsealed message must not get through";
+  EXPECT_TRUE(dropped->bytes.empty());
+  EXPECT_TRUE(dropped->refusal->by_us);
+  EXPECT_EQ(dropped->refusal->reason, NoticeReason::key_required);
+  EXPECT_EQ(dropped->refusal->peer, "127.0.0.1");  // the connection's address
+  EXPECT_EQ(dropped->refusal->unsealed, bytes_of("GRDV join"));
+
+  auto told = next(keyless, {&node});
+  ASSERT_TRUE(told.has_value());
+  ASSERT_TRUE(told->refusal.has_value());
+  EXPECT_FALSE(told->refusal->by_us);
+  EXPECT_EQ(told->refusal->reason, NoticeReason::key_required);
+  EXPECT_EQ(told->refusal->peer, loopback(node));
+  EXPECT_EQ(told->refusal->key_id, ring->primary_id());
+}
+
+TEST(ZmqTransportKeys, AMessageSealedWithAnotherKeyIsRefusedWithItsKeyId) {
+  const auto ours = new_ring();
+  const auto theirs = new_ring();
+  ZmqTransport stranger("127.0.0.1", 0, keyed(theirs));
+  ZmqTransport node("127.0.0.1", 0, keyed(ours));
+  ASSERT_TRUE(stranger.send(loopback(node), bytes_of("vote")));
+
+  auto dropped = next(node, {&stranger});
+  ASSERT_TRUE(dropped.has_value() && dropped->refusal.has_value());
+  EXPECT_EQ(dropped->refusal->reason, NoticeReason::unknown_key);
+  EXPECT_EQ(dropped->refusal->key_id, theirs->primary_id());
+  EXPECT_TRUE(dropped->refusal->unsealed.empty());
+
+  auto told = next(stranger, {&node});
+  ASSERT_TRUE(told.has_value() && told->refusal.has_value());
+  EXPECT_FALSE(told->refusal->by_us);
+  EXPECT_EQ(told->refusal->reason, NoticeReason::unknown_key);
+  EXPECT_EQ(told->refusal->key_id, ours->primary_id());
+}
+
+TEST(ZmqTransportKeys, ASealedMessageToANodeWithoutAKeyIsRefusedOnBothSides) {
+  const auto ring = new_ring();
+  ZmqTransport keyed_sender("127.0.0.1", 0, keyed(ring));
+  ZmqTransport keyless("127.0.0.1", 0);
+  ASSERT_TRUE(keyed_sender.send(loopback(keyless), bytes_of("secret")));
+
+  // The keyed side's challenge, sent first, is what the keyless one refuses: the sealed
+  // message itself waits for a challenge that never comes, and is dropped at the notice.
+  auto dropped = next(keyless, {&keyed_sender});
+  ASSERT_TRUE(dropped.has_value() && dropped->refusal.has_value());
+  EXPECT_TRUE(dropped->refusal->by_us);
+  EXPECT_EQ(dropped->refusal->reason, NoticeReason::no_key_here);
+
+  auto told = next(keyed_sender, {&keyless});
+  ASSERT_TRUE(told.has_value() && told->refusal.has_value());
+  EXPECT_FALSE(told->refusal->by_us);
+  EXPECT_EQ(told->refusal->reason, NoticeReason::no_key_here);
+  EXPECT_FALSE(told->refusal->key_id.has_value());
+}
+
+TEST(ZmqTransportKeys, ReceiveSkipsRefusals) {
+  ZmqTransport keyless("127.0.0.1", 0);
+  ZmqTransport node("127.0.0.1", 0, keyed(new_ring()));
+  ASSERT_TRUE(keyless.send(loopback(node), bytes_of("plain")));
+  // The refusal is made (the keyless side hears of it) but receive() returns no message.
+  std::optional<Received> told;
+  const auto deadline = Clock::now() + 5s;
+  while (!told && Clock::now() < deadline) {
+    EXPECT_FALSE(node.receive(1ms).has_value());
+    // (It also refuses the node's challenge itself: skip that one.)
+    while ((told = keyless.receive_from(1ms)) && (!told->refusal || told->refusal->by_us)) {
+    }
+  }
+  ASSERT_TRUE(told.has_value() && told->refusal.has_value());
+  EXPECT_EQ(told->refusal->reason, NoticeReason::key_required);
+}
+
+// A hand-made connection to a node: ZMTP handshake and our challenge out, the node's
+// handshake and challenge in; then raw frames.
+class RawConnection {
+ public:
+  explicit RawConnection(std::uint16_t port) : reader_(1 << 20) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      throw std::runtime_error("cannot connect");
+    }
+    timeval timeout{0, 50 * 1000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    send(zmtp_handshake("DEALER"));
+    send(zmtp_frame(encode_challenge(new_challenge())));
+  }
+  ~RawConnection() { ::close(fd_); }
+
+  void send(const Bytes& bytes) {
+    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
+
+  /// The next message the node sends here, while `node` runs its loop; nullopt after 5 s.
+  std::optional<Bytes> next(ZmqTransport& node, std::vector<Received>* node_got) {
+    const auto deadline = Clock::now() + 5s;
+    while (Clock::now() < deadline) {
+      if (!pending_.empty()) {
+        Bytes message = std::move(pending_.front());
+        pending_.erase(pending_.begin());
+        return message;
+      }
+      while (auto got = node.receive_from(1ms)) node_got->push_back(std::move(*got));
+      std::uint8_t buffer[4096];
+      const auto n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n > 0) reader_.feed(buffer, static_cast<std::size_t>(n), pending_);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int fd_ = -1;
+  ZmtpReader reader_;
+  std::vector<Bytes> pending_;
+};
+
+// A sealed message sent again, on its own connection or on another, is refused
+// (docs/protocol.md, "Keys"); the original was accepted once.
+TEST(ZmqTransportKeys, AReplayedMessageIsRefused) {
+  const auto ring = new_ring();
+  ZmqTransport node("127.0.0.1", 0, keyed(ring));
+  std::vector<Received> node_got;
+  RawConnection first(node.bound_port());
+  const auto challenge = first.next(node, &node_got);
+  ASSERT_TRUE(challenge.has_value());
+  const auto node_challenge = decode_challenge(*challenge);
+  ASSERT_TRUE(node_challenge.has_value()) << "the node's first message is its challenge";
+
+  const Bytes sealed = ring->seal(bytes_of("add 1"), *node_challenge, 1);
+  first.send(zmtp_frame(sealed));
+  const auto count_messages = [&] {
+    return std::count_if(node_got.begin(), node_got.end(),
+                         [](const Received& r) { return !r.refusal; });
+  };
+  const auto deadline = Clock::now() + 5s;
+  while (count_messages() == 0 && Clock::now() < deadline) {
+    while (auto got = node.receive_from(1ms)) node_got.push_back(std::move(*got));
+  }
+  ASSERT_EQ(count_messages(), 1);
+  EXPECT_EQ(node_got.back().bytes, bytes_of("add 1"));
+
+  // Again on the same connection: refused, with a notice back.
+  first.send(zmtp_frame(sealed));
+  const auto notice = first.next(node, &node_got);
+  ASSERT_TRUE(notice.has_value());
+  ASSERT_TRUE(decode_notice(*notice).has_value());
+  EXPECT_EQ(decode_notice(*notice)->reason, NoticeReason::forged);
+
+  // On a new connection (the node's challenge there is another): refused too.
+  RawConnection second(node.bound_port());
+  ASSERT_TRUE(second.next(node, &node_got).has_value());  // its challenge
+  second.send(zmtp_frame(sealed));
+  const auto second_notice = second.next(node, &node_got);
+  ASSERT_TRUE(second_notice.has_value());
+  ASSERT_TRUE(decode_notice(*second_notice).has_value());
+  EXPECT_EQ(decode_notice(*second_notice)->reason, NoticeReason::forged);
+
+  EXPECT_EQ(count_messages(), 1) << "a replay got through";
+  const auto refusals = std::count_if(node_got.begin(), node_got.end(), [](const Received& r) {
+    return r.refusal && r.refusal->by_us && r.refusal->reason == NoticeReason::forged;
+  });
+  EXPECT_EQ(refusals, 2);
+}
+
+TEST(ZmqTransportKeys, RotationInstallUseRemoveLosesNoMessage) {
+  const std::string old_key = Keyring::generate_key_line();
+  const std::string new_key = Keyring::generate_key_line();
+  ZmqTransport alice("127.0.0.1", 0, keyed(Keyring::parse(old_key, "a")));
+  ZmqTransport bob("127.0.0.1", 0, keyed(Keyring::parse(old_key, "b")));
+  const auto exchange = [&](const std::string& text) {
+    ASSERT_TRUE(alice.send(loopback(bob), bytes_of(text)));
+    auto got = next(bob, {&alice});
+    ASSERT_TRUE(got.has_value());
+    ASSERT_FALSE(got->refusal.has_value()) << text;
+    EXPECT_EQ(got->bytes, bytes_of(text));
+    ASSERT_TRUE(bob.reply(got->reply_to, bytes_of("re: " + text)));
+    auto answer = next(alice, {&bob});
+    ASSERT_TRUE(answer.has_value());
+    ASSERT_FALSE(answer->refusal.has_value()) << text;
+    EXPECT_EQ(answer->bytes, bytes_of("re: " + text));
+  };
+  exchange("before");
+  // Install on bob only, then on both; use on alice first; remove on bob first.
+  bob.set_keyring(Keyring::parse(old_key + "\n" + new_key, "b"));
+  exchange("bob installed");
+  alice.set_keyring(Keyring::parse(old_key + "\n" + new_key, "a"));
+  exchange("both installed");
+  alice.set_keyring(Keyring::parse(new_key + "\n" + old_key, "a"));
+  exchange("alice uses the new key");
+  bob.set_keyring(Keyring::parse(new_key + "\n" + old_key, "b"));
+  exchange("both use the new key");
+  bob.set_keyring(Keyring::parse(new_key, "b"));
+  exchange("bob removed the old key");
+  alice.set_keyring(Keyring::parse(new_key, "a"));
+  exchange("both removed the old key");
+}
+
+// A flood of idle connections fills the inbound cap; the idlest connections go, so the
+// connections stay bounded and a peer that talks is still heard.
+TEST(ZmqTransportKeys, AFloodOfConnectionsStaysUnderTheCapAndALegitimatePeerGetsThrough) {
+  TransportOptions options = keyed(new_ring());
+  options.max_inbound_connections = 16;
+  const auto ring = options.keyring;
+  ZmqTransport node("127.0.0.1", 0, options);
+  std::vector<int> flood;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(node.bound_port());
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    flood.push_back(fd);
+    node.receive_from(0ms);  // the node's loop accepts and evicts as they come
+  }
+  const auto deadline = Clock::now() + 5s;
+  while (node.inbound_connections() < 16 && Clock::now() < deadline) node.receive_from(5ms);
+  EXPECT_LE(node.inbound_connections(), 16u);
+
+  ZmqTransport peer("127.0.0.1", 0, keyed(ring));
+  ASSERT_TRUE(peer.send(loopback(node), bytes_of("let me in")));
+  auto got = next(node, {&peer});
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->refusal.has_value());
+  EXPECT_EQ(got->bytes, bytes_of("let me in"));
+  EXPECT_LE(node.inbound_connections(), 16u);
+  for (const int fd : flood) ::close(fd);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::transport
