@@ -12,6 +12,7 @@
 #include "gossip_rdzv/node.hpp"
 #include "protocol/codec.hpp"
 #include "protocol/endpoint.hpp"
+#include "runtime/auth_report.hpp"
 #include "runtime/failure_report.hpp"
 #include "runtime/seed_resolver.hpp"
 #include "transport/keyring.hpp"
@@ -115,9 +116,18 @@ std::vector<MemberProgress> query_members(const std::string& endpoint, const std
     }
     const auto wait = std::min(std::chrono::ceil<milliseconds>(next_send - Clock::now()),
                                std::chrono::ceil<milliseconds>(deadline - Clock::now()));
-    const auto message = client.receive(std::max(wait, milliseconds(1)));
+    const auto message = client.receive_from(std::max(wait, milliseconds(1)));
     if (!message) continue;
-    if (auto rows = answer_rows(protocol::decode(*message), run_id)) return *rows;
+    // The node refused the query for want of the key (its notice came back on our own
+    // connection). What we refuse ourselves on our inbox could come from anyone: ignored.
+    if (message->refusal && !message->refusal->by_us) {
+      std::optional<transport::KeyId> ours;
+      if (options.keyring) ours = options.keyring->primary_id();
+      throw runtime::refusal_error(runtime::key_refusal(*message->refusal, ours), run_id,
+                                   "the query");
+    }
+    if (message->refusal) continue;
+    if (auto rows = answer_rows(protocol::decode(message->bytes), run_id)) return *rows;
   }
   throw Error(ErrorCode::seed_unreachable,
               endpoint + " did not answer within " + runtime::seconds_text(timeout) + ": " +

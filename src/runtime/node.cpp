@@ -224,6 +224,8 @@ void Node::start() {
       config.dedicated_seed ? nullptr : runtime::make_store_sidecar(impl_->endpoint, config.run_id);
   impl_->runtime = std::make_unique<runtime::Runtime>(std::move(core_config), std::move(transport),
                                                       std::move(store));
+  // Rotation (`gossip-rdzv keys`): the loop re-reads the file when it changes.
+  if (!config.key_file.empty()) impl_->runtime->watch_key_file(config.key_file);
   impl_->runtime->start();
 }
 
