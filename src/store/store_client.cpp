@@ -4,7 +4,6 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "protocol/endpoint.hpp"
 #include "store/store_codec.hpp"
 #include "transport/auth_notice.hpp"
+#include "transport/key_file_watch.hpp"
 #include "transport/keyring.hpp"
 #include "transport/zmq_transport.hpp"
 
@@ -103,72 +103,42 @@ std::string host_port(const std::string& host, std::uint16_t port) {
 constexpr milliseconds kKeyCheckInterval{1000};
 
 /// The client's keys (StoreOptions::key_file): read when set, and read again before a
-/// request when the file changed, at most once per kKeyCheckInterval, so that a rotation
-/// (`gossip-rdzv keys`) reaches a long-running worker as it reaches the agents.
+/// request when the file changed (transport::KeyFileWatch, at most once per
+/// kKeyCheckInterval), so that a rotation (`gossip-rdzv keys`) reaches a long-running worker
+/// as it reaches the agents. A changed file that cannot be read leaves the previous keys.
 class ClientKeys {
  public:
   /// Reads `path` ("" : no key). Throws StoreError(usage) naming the file and what is wrong;
   /// the previous keys stay then.
   void load(const std::string& path) {
     if (path.empty()) {
-      *this = ClientKeys{};
+      keyring_.reset();
+      watch_.reset();
       return;
     }
-    const auto identity = identity_of(path);
     try {
       keyring_ = transport::Keyring::load_file(path);
     } catch (const Error& error) {
       throw StoreError(StoreErrorCode::usage, error.what());
     }
-    path_ = path;
-    seen_ = identity;
-    next_check_ = Clock::now() + kKeyCheckInterval;
+    watch_.emplace(path, kKeyCheckInterval);
   }
 
-  /// The keys to use now. A file that changed but cannot be read (being written by an editor
-  /// that does not replace it atomically) leaves the previous keys until it can.
+  /// The keys to use now.
   const std::shared_ptr<const transport::Keyring>& current(Clock::time_point now) {
-    if (path_.empty() || now < next_check_) return keyring_;
-    next_check_ = now + kKeyCheckInterval;
-    const auto identity = identity_of(path_);
-    if (!identity || identity == seen_) return keyring_;
-    try {
-      keyring_ = transport::Keyring::load_file(path_);
-      seen_ = identity;
-    } catch (const Error&) {
+    if (!watch_) return keyring_;
+    if (auto change = watch_->poll(now); change && change->keyring) {
+      keyring_ = std::move(change->keyring);
     }
     return keyring_;
   }
 
-  const std::string& path() const { return path_; }
+  std::string path() const { return watch_ ? watch_->path() : std::string(); }
   const transport::Keyring* keyring() const { return keyring_.get(); }
 
  private:
-  /// What tells a changed file: `gossip-rdzv keys` renames a new file over it (another
-  /// inode); an editor writing in place changes its time and mostly its size.
-  struct Identity {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = 0;
-    std::int64_t mtime_ns = 0;
-    bool operator==(const Identity& other) const {
-      return device == other.device && inode == other.inode && size == other.size &&
-             mtime_ns == other.mtime_ns;
-    }
-  };
-
-  static std::optional<Identity> identity_of(const std::string& path) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) return std::nullopt;
-    return Identity{
-        info.st_dev, info.st_ino, info.st_size,
-        static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec};
-  }
-
-  std::string path_;
   std::shared_ptr<const transport::Keyring> keyring_;
-  std::optional<Identity> seen_;
-  Clock::time_point next_check_{};
+  std::optional<transport::KeyFileWatch> watch_;
 };
 
 // What a refusal for want of the key means for this client, and the fix.
@@ -231,6 +201,7 @@ struct Store::Impl {
   std::string reply_to;
   std::uint64_t next_id = std::random_device{}();
   ClientKeys keys;
+  std::string last_refusal;  ///< the last answer we could not open, for agent_silent()
 
   void connect();
   void send(const store::StoreRequest& request);
@@ -263,6 +234,7 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
   if (const auto& keyring = keys.current(Clock::now()); keyring != transport->keyring()) {
     transport->set_keyring(keyring);
   }
+  last_refusal.clear();
   request.run_id = options.run_id;
   request.request_id = next_id++;
   request.reply_to = reply_to;
@@ -293,10 +265,17 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
     }
     auto message = transport->receive_from(std::max(wait, milliseconds(1)));
     if (!message) continue;
-    if (message->refusal) {
+    if (message->refusal && !message->refusal->by_us) {
+      // The agent refused the request: its notice came back on our own connection to it.
       throw StoreError(StoreErrorCode::refused,
                        std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
                            "): " + refusal_text(*message->refusal, options.agent, keys));
+    }
+    if (message->refusal) {
+      // An answer we could not open. Anyone can reach the reply socket, so this alone ends
+      // nothing; if the agent's answer never opens, the silence is explained with it.
+      last_refusal = refusal_text(*message->refusal, options.agent, keys);
+      continue;
     }
     auto decoded = store::decode_store(message->bytes.data(), message->bytes.size());
     auto* parsed = std::get_if<store::StoreMessage>(&decoded);
@@ -318,11 +297,13 @@ store::StoreResponse Store::Impl::perform(store::StoreRequest request, milliseco
 
 void Store::Impl::agent_silent(const store::StoreRequest& request,
                                const std::string& how_long) const {
-  throw StoreError(StoreErrorCode::unavailable,
-                   std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
-                       "): the gossip-rdzv agent at " + options.agent + " did not answer " +
-                       how_long + ": is `gossip-rdzv join` still running on this machine, and " +
-                       "is GOSSIP_RDZV_STORE right?");
+  throw StoreError(
+      StoreErrorCode::unavailable,
+      std::string(store::to_string(request.op)) + "(" + quoted_keys(request.keys) +
+          "): the gossip-rdzv agent at " + options.agent + " did not answer " + how_long +
+          (last_refusal.empty() ? ": is `gossip-rdzv join` still running on this machine, and is "
+                                  "GOSSIP_RDZV_STORE right?"
+                                : " that this client could open: " + last_refusal));
 }
 
 void Store::Impl::send(const store::StoreRequest& request) {
