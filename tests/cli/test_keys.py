@@ -237,6 +237,39 @@ class KeysCommandTest(unittest.TestCase):
         without = self.run_cli(*args)
         self.assertIn("\nkey: none (messages in clear)\n", without.stdout)
 
+    def test_members_and_doctor_need_the_seeds_key(self):
+        self.keygen(self.key_file)
+        other = self.dir / "other.key"
+        self.keygen(other)
+        port = free_port()
+        seed = subprocess.Popen(
+            [self.bin, "seed", "--listen", f"127.0.0.1:{port}", "--run-id", "keys-test",
+             "--key-file", self.key_file],
+            env=without_key_variable(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(seed.stdout.readline().startswith("seed listening on"))
+            members = ["members", "--seed", f"127.0.0.1:{port}", "--run-id", "keys-test",
+                       "--timeout", "10s"]
+            self.assertTrue(self.ok(*members, "--key-file", self.key_file)
+                            .startswith("ENDPOINT"))
+            for given in (["--key-file", str(other)], []):
+                with self.subTest(key=given):
+                    refused = self.run_cli(*members, *given)
+                    self.assertEqual(refused.returncode, 13, refused.stderr)
+                    self.assertIn("authentication failed: peer 127.0.0.1:", refused.stderr)
+                    self.assertIn("--key-file", refused.stderr)
+            doctor = self.run_cli("doctor", "--seed", f"127.0.0.1:{port}", "--run-id",
+                                  "keys-test", "--listen", "127.0.0.1:0", "--timeout", "10s",
+                                  "--key-file", other)
+            self.assertEqual(doctor.returncode, 13, doctor.stdout + doctor.stderr)
+            self.assertRegex(doctor.stdout, r"FAIL  handshake 127\.0\.0\.1:\d+: authentication "
+                                            r"failed")
+            self.assertIn(f"gossip-rdzv keys list --key-file {other}", doctor.stdout)
+        finally:
+            seed.terminate()
+            seed.communicate(timeout=30)
+
     def test_workers_get_the_key_file_as_an_absolute_path(self):
         self.keygen(self.key_file)
         port = free_port()

@@ -479,9 +479,9 @@ const char* kFooter =
     "Durations: 500ms, 30s, 2m, 1h (a plain number is seconds).\n"
     "Exit codes: 0 ok, 2 usage, 3 listen failed, 4 seed unreachable, 5 join timeout,\n"
     "6 run id mismatch, 7 version mismatch, 8 rank conflict, 9 not admitted, 10 I/O error,\n"
-    "11 seed name does not resolve, 12 job already over, 70 internal error; with -- CMD:\n"
-    "the first failing worker's status (128+N if killed by signal N), 126/127 if CMD\n"
-    "cannot be run.\n"
+    "11 seed name does not resolve, 12 job already over, 13 job key refused, 70 internal\n"
+    "error; with -- CMD: the first failing worker's status (128+N if killed by signal N),\n"
+    "126/127 if CMD cannot be run.\n"
     "See docs/cli.md.";
 
 const char* kJoinDetails =
@@ -586,8 +586,8 @@ std::string usage_error(const std::string& command, const std::string& message) 
 std::string describe_extras(const std::vector<std::string>& extras, bool join) {
   const std::string& first = extras.front();
   if (first.size() > 1 && first[0] == '-') return "unknown option '" + first + "'";
-  return "unexpected argument '" + first + "'" +
-         (join ? " (a command to run goes after '--')" : "");
+  if (join) return "unexpected argument '" + first + "' (a command to run goes after '--')";
+  return "unexpected argument '" + first + "'";
 }
 
 // The text the user gave for the option a ConfigProblem names, so that the message quotes

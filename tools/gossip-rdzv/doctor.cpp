@@ -164,6 +164,14 @@ void check_handshake(SeedCheck& seed, const DoctorOptions& options, DoctorProbe&
     case ErrorCode::version_mismatch:
       fix = "install the same gossip-rdzv version on every machine";
       break;
+    case ErrorCode::auth_failed:
+      fix = options.key_file.empty()
+                ? "the seed's job has a key: give doctor and join its --key-file "
+                  "(GOSSIP_RDZV_KEY_FILE)"
+                : "give every node the same key file (compare `gossip-rdzv keys list "
+                  "--key-file " +
+                      options.key_file + "` with the seed's), or none if the job has none";
+      break;
     case ErrorCode::seed_unreachable:
       finding = endpoint +
                 " accepts TCP connections but did not answer the gossip-rdzv query "
