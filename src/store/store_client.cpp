@@ -99,7 +99,7 @@ std::string host_port(const std::string& host, std::uint16_t port) {
 }
 
 // How often a client looks whether its key file changed: the agents pick a rotation up
-// within the same second (docs/security.md, "Keys").
+// within the same second (docs/security.md, "Rotating a key").
 constexpr milliseconds kKeyCheckInterval{1000};
 
 /// The client's keys (StoreOptions::key_file): read when set, and read again before a
