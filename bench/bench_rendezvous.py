@@ -29,6 +29,7 @@ Usage (from the repository root, after building):
   /usr/bin/python3 bench/bench_rendezvous.py                       # N = 4 16 32 64, R = 3
   /usr/bin/python3 bench/bench_rendezvous.py 32 256 --profile local -r 1
   /usr/bin/python3 bench/bench_rendezvous.py 4 32 --repeats 5 --torch --torch-max 32
+  /usr/bin/python3 bench/bench_rendezvous.py 32 --key-file job.key  # sealed (gossip-rdzv keygen)
 docs/performance.md records the figures measured with it.
 """
 from __future__ import annotations
@@ -120,7 +121,7 @@ def socket_count(pid: int) -> int:
 
 
 def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
-               profile: str | None) -> dict:
+               profile: str | None, key_file: str | None = None) -> dict:
     ports = free_ports(nnodes)
     env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
     with Processes(workdir) as fleet:
@@ -129,6 +130,7 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
             binary, "join", "--seed", f"127.0.0.1:{ports[0]}", "--listen", f"127.0.0.1:{port}",
             "--nnodes", str(nnodes), "--run-id", "bench",
             *(["--profile", profile] if profile else []),
+            *(["--key-file", key_file] if key_file else []),
             "--join-timeout", "60s", "--env-file", str(env_files[i]), "--quiet"])
             for i, port in enumerate(ports)]
         t_launched = time.monotonic()
@@ -225,6 +227,8 @@ def main() -> int:
     parser.add_argument("--binary", default=built_tool("gossip-rdzv", "GOSSIP_RDZV_BIN")
                         or "gossip-rdzv", help="gossip-rdzv to run")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run (120)")
+    parser.add_argument("--key-file", help="give every node this job key file (the cost of "
+                        "sealing: docs/performance.md)")
     parser.add_argument("--torch", action="store_true",
                         help="also time torch's c10d rendezvous handler")
     parser.add_argument("--torch-max", type=int, default=32,
@@ -242,6 +246,7 @@ def main() -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}")
     print(f"# binary: {args.binary}; profile {args.profile or 'default (LAN)'}; "
+          f"key: {args.key_file or 'none'}; "
           f"{args.repeats} runs per size; times in seconds: median (min-max)")
     raw: dict = {"gossip": {}, "torch": {}}
     with TempDir("gossip-rdzv-bench-") as tmp:
@@ -255,7 +260,8 @@ def main() -> int:
             for r in range(args.repeats):
                 workdir = Path(tmp) / f"g{n}-{r}"
                 workdir.mkdir()
-                runs.append(run_gossip(args.binary, n, args.timeout, workdir, args.profile))
+                runs.append(run_gossip(args.binary, n, args.timeout, workdir, args.profile,
+                                       args.key_file))
             raw["gossip"][n] = runs
             rss = [x for run in runs for x in run["rss"]]
             sockets = [x for run in runs for x in run["sockets"]]

@@ -63,7 +63,8 @@ def run_once(n: int, kind: str, args, workdir: Path) -> list[dict]:
         procs = [nodes.spawn(f"node{i}", [
             nodes.bin, "join", "--seed", seed, "--listen", f"127.0.0.1:{port}",
             "--nnodes", str(n), "--nproc-per-node", "1", "--run-id", f"bench-store-{n}-{kind}",
-            "--profile", "local", "--join-timeout", "120s", "--quiet", "--", *worker], env=env)
+            "--profile", "local", "--join-timeout", "120s", "--quiet",
+            *(["--key-file", args.key_file] if args.key_file else []), "--", *worker], env=env)
             for i, port in enumerate(ports)]
         codes = nodes.wait(procs, args.timeout)
         results = []
@@ -167,6 +168,8 @@ def main() -> int:
     parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--json", help="also write every figure to this file")
+    parser.add_argument("--key-file", help="give every agent (and so every worker's store "
+                        "client) this job key file")
     parser.add_argument("--keep", action="store_true", help="keep the logs and results")
     args = parser.parse_args()
     if any(n < 2 for n in args.sizes) or args.ops < 1 or args.repeats < 1:

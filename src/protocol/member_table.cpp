@@ -67,6 +67,7 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspi
                                 const std::string& via) {
   auto found = index_of(rumour.ann.endpoint);
   if (!found) {
+    if (rows_.size() >= kMaxRows) return MemberChange::none;  // see kMaxRows
     const std::uint32_t index = insert(rumour);
     rows_[index].via = teller_id(via);
     set_status(index, rumour.status, suspicion_deadline);

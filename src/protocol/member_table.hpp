@@ -44,9 +44,15 @@ class MemberTable {
   /// `pool` holds the announcements; null: the table makes its own.
   explicit MemberTable(std::string self_endpoint, std::shared_ptr<InternPool> pool = nullptr);
 
+  /// Rows a table holds at most (rows are never removed): rumours of further endpoints are
+  /// ignored, so a stranger's forged joins cannot grow a node's memory without bound (about
+  /// 300 bytes a row). A job's members fit: it is the most a reply can list (kMaxListLength).
+  static constexpr std::size_t kMaxRows = 65536;
+
   /// Applies a rumour about another member using SWIM's precedence (newer generation wins;
   /// then higher incarnation; at equal incarnation dead > suspect > alive). Rumours about
-  /// ourselves are not handled here (the core refutes them).
+  /// ourselves are not handled here (the core refutes them). A new endpoint beyond kMaxRows
+  /// is ignored (MemberChange::none).
   MemberChange merge(const MemberRecord& rumour, Time now, Time suspicion_deadline,
                      const std::string& via);
 

@@ -211,6 +211,13 @@ void Node::start() {
   auto transport =
       std::make_unique<transport::ZmqTransport>(config.listen_host, config.listen_port, options);
   const std::uint16_t port = transport->bound_port();
+  if (config.key_file.empty() && !transport::is_loopback(config.listen_host)) {
+    log->warn(
+        "listening on {} without a job key: anyone who can reach port {} and knows the run id "
+        "can join this job, vote in it and read or write its store. Give every node the same "
+        "--key-file (gossip-rdzv keygen; docs/security.md)",
+        config.listen_host, port);
+  }
   const std::string advertise_host = choose_advertise_host(config, resolved, *log);
   impl_->endpoint = endpoint_text(advertise_host, port);
   const std::size_t listed = resolved.size();

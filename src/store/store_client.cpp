@@ -98,14 +98,15 @@ std::string host_port(const std::string& host, std::uint16_t port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-// How often a client looks whether its key file changed: the agents pick a rotation up
-// within the same second (docs/security.md, "Rotating a key").
-constexpr milliseconds kKeyCheckInterval{1000};
+// A client looks whether its key file changed before every request (one stat): it is never
+// behind its file, so a rotation step done on a machine (`keys use`, then `keys remove` once
+// every agent uses the new key) cannot leave a worker sealing with a key just removed.
+constexpr milliseconds kKeyCheckInterval{0};
 
 /// The client's keys (StoreOptions::key_file): read when set, and read again before a
-/// request when the file changed (transport::KeyFileWatch, at most once per
-/// kKeyCheckInterval), so that a rotation (`gossip-rdzv keys`) reaches a long-running worker
-/// as it reaches the agents. A changed file that cannot be read leaves the previous keys.
+/// request when the file changed (transport::KeyFileWatch, kKeyCheckInterval), so that a
+/// rotation (`gossip-rdzv keys`) reaches a long-running worker as it reaches the agents. A
+/// changed file that cannot be read leaves the previous keys.
 class ClientKeys {
  public:
   /// Reads `path` ("" : no key). Throws StoreError(usage) naming the file and what is wrong;

@@ -1,6 +1,7 @@
 #include "transport/zmq_transport.hpp"
 
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -86,6 +87,13 @@ ZmqTransport::ZmqTransport(const std::string& listen_host, std::uint16_t listen_
       context_(1),
       inbox_(context_, zmq::socket_type::stream),
       outbox_(context_, zmq::socket_type::stream) {
+  // Half the descriptors this process may open, at most: a node at its cap can still
+  // accept (and so evict for) a new connection, and open its own.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    options_.max_inbound_connections = std::min<std::size_t>(
+        options_.max_inbound_connections, std::max<std::size_t>(16, files.rlim_cur / 2));
+  }
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::internal, "eventfd failed: " + std::to_string(errno));
   try {
@@ -327,8 +335,7 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
   auto found = inbound_.find(id);
   if (data.size() == 0) {  // a connection opened, or closed
     if (found != inbound_.end()) {
-      inbound_recency_.erase(found->second.recency);
-      inbound_.erase(found);
+      forget_inbound(id);
     } else if (send_raw(inbox_, id, zmtp_handshake("ROUTER"))) {
       // Only a live connection gets a reader: a late notice of one already closed does not.
       // Beyond the cap the connection idle the longest goes: a flood of connections evicts
@@ -352,7 +359,7 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
   if (connection.peer.empty()) {
     // The C call only reads the message's metadata (it is not const-qualified).
     const char* address = zmq_msg_gets(const_cast<zmq_msg_t*>(data.handle()), "Peer-Address");
-    connection.peer = address != nullptr ? address : "(unknown address)";
+    note_inbound_address(id, connection, address != nullptr ? address : "(unknown address)");
   }
   std::vector<Bytes> messages;
   if (connection.reader.feed(data.data<std::uint8_t>(), data.size(), messages)) {
@@ -363,12 +370,37 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
   for (auto& message : messages) accept(std::move(message), id, peer, connection.channel);
 }
 
-void ZmqTransport::close_inbound(const std::string& id) {
+void ZmqTransport::note_inbound_address(const std::string& id, Inbound& connection,
+                                        std::string address) {
+  connection.peer = std::move(address);
+  const std::size_t count = ++inbound_per_address_[connection.peer];
+  const std::size_t cap = std::max<std::size_t>(options_.max_inbound_per_address, 1);
+  if (count <= cap) return;
+  std::vector<std::string> idlest;  // collected first: closing edits the list
+  for (auto it = inbound_recency_.rbegin();
+       idlest.size() < count - cap && it != inbound_recency_.rend(); ++it) {
+    if (*it != id && inbound_.at(*it).peer == connection.peer) idlest.push_back(*it);
+  }
+  for (const std::string& victim : idlest) close_inbound(victim);
+}
+
+void ZmqTransport::forget_inbound(const std::string& id) {
   const auto found = inbound_.find(id);
   if (found == inbound_.end()) return;
-  send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
+  if (!found->second.peer.empty()) {
+    const auto counted = inbound_per_address_.find(found->second.peer);
+    if (counted != inbound_per_address_.end() && --counted->second == 0) {
+      inbound_per_address_.erase(counted);
+    }
+  }
   inbound_recency_.erase(found->second.recency);
   inbound_.erase(found);
+}
+
+void ZmqTransport::close_inbound(const std::string& id) {
+  if (inbound_.count(id) == 0) return;
+  send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
+  forget_inbound(id);
 }
 
 void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& data) {

@@ -80,7 +80,11 @@ struct TransportOptions {
   std::size_t max_destinations = 64;
   /// Inbound connections held; beyond this the one idle the longest is closed, so a flood of
   /// connections cannot grow memory without bound or keep a legitimate peer out for long.
+  /// Lowered to half the process's open-file limit (RLIMIT_NOFILE) when that is smaller.
   std::size_t max_inbound_connections = 1024;
+  /// Inbound connections from one address held; beyond this its idlest is closed, so one
+  /// host flooding connections takes at most this share of max_inbound_connections.
+  std::size_t max_inbound_per_address = 512;
   /// The job's keys: with one, every message is sealed on send and opened on receipt, and
   /// what does not open is dropped and refused (AuthRefusal). Without, messages go in clear
   /// and sealed ones arriving are refused. set_keyring() replaces it (key rotation).
@@ -159,6 +163,13 @@ class ZmqTransport {
     Channel channel;
   };
 
+  struct Inbound {
+    ZmtpReader reader;
+    std::list<std::string>::iterator recency;
+    std::string peer;  ///< the TCP peer's address, once its first bytes came
+    Channel channel;
+  };
+
   void bind(const std::string& listen_host, std::uint16_t listen_port);
   void configure_outbox();
   /// Queues `data` on the raw connection `id` of `socket`; false when it was dropped.
@@ -181,6 +192,11 @@ class ZmqTransport {
               std::optional<KeyId> key_id, Bytes unsealed);
   /// Closes inbound connection `id` (an empty message tells ZeroMQ to) and forgets it.
   void close_inbound(const std::string& id);
+  /// Forgets inbound connection `id` (closed by the peer, or by close_inbound).
+  void forget_inbound(const std::string& id);
+  /// Records that connection `id` comes from `address`, closing that address's idlest
+  /// other connections beyond max_inbound_per_address.
+  void note_inbound_address(const std::string& id, Inbound& connection, std::string address);
   std::optional<Received> take_ready();
   Destination* destination(const std::string& address);
   /// Closes the connection to `address` and forgets it (its queue is dropped).
@@ -199,15 +215,10 @@ class ZmqTransport {
   std::unordered_map<std::string, Destination> destinations_;  ///< by address
   std::unordered_map<std::string, std::string> address_of_;    ///< outbox routing id -> address
   std::list<std::string> recency_;  ///< front: most recently used destination address
-  struct Inbound {
-    ZmtpReader reader;
-    std::list<std::string>::iterator recency;
-    std::string peer;  ///< the TCP peer's address, once its first bytes came
-    Channel channel;
-  };
   std::unordered_map<std::string, Inbound> inbound_;  ///< inbox connections by routing id
   std::list<std::string> inbound_recency_;  ///< front: the connection heard from most recently
-  std::deque<Received> ready_;              ///< parsed from the last chunks read, not yet returned
+  std::unordered_map<std::string, std::size_t> inbound_per_address_;  ///< by Inbound::peer
+  std::deque<Received> ready_;  ///< parsed from the last chunks read, not yet returned
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

@@ -7,7 +7,9 @@ Run: GOSSIP_RDZV_BIN=build/tools/gossip-rdzv/gossip-rdzv /usr/bin/python3 -m uni
 """
 from __future__ import annotations
 
+import resource
 import socket
+import subprocess
 import sys
 import time
 import unittest
@@ -15,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from cluster import Cluster, check_consistent  # noqa: E402
-from testlib import free_ports, temp_dir, wait_until  # noqa: E402
+from testlib import free_ports, temp_dir, wait_listening  # noqa: E402
 
 # A node of a two-node job peaks near 20 MiB; a connection may make it hold about 4.5 MiB
 # more (docs/wire-format.md), and the list bomb would take 99 MiB to unpack.
@@ -65,20 +67,15 @@ class WireFloodTest(unittest.TestCase):
         self.cluster = Cluster(self.tmp)
         self.addCleanup(self.cluster.close)
 
-    def first_node_then_attack(self, attack) -> None:
+    def first_node_then_attack(self, attack, extra=()) -> None:
         ports = free_ports(2)
         seed = f"127.0.0.1:{ports[0]}"
-        first = self.cluster.add_node([seed], "2", port=ports[0], join_timeout="60s")
-
-        def listening() -> bool:
-            try:
-                socket.create_connection(("127.0.0.1", ports[0]), timeout=1).close()
-                return True
-            except OSError:
-                return False
-        wait_until(listening, 30, what="the first node to listen")
+        first = self.cluster.add_node([seed], "2", port=ports[0], join_timeout="60s",
+                                      extra=extra)
+        wait_listening(ports[0], 30, what="the first node to listen")
         attack(ports[0])
-        second = self.cluster.add_node([seed], "2", port=ports[1], join_timeout="60s")
+        second = self.cluster.add_node([seed], "2", port=ports[1], join_timeout="60s",
+                                       extra=extra)
         codes = self.cluster.wait_nodes([first, second], 90)
         self.assertEqual(codes, [0, 0], self.cluster.logs())
         check_consistent(self, [first, second])
@@ -108,6 +105,37 @@ class WireFloodTest(unittest.TestCase):
             with connect_as_dealer(port) as hostile:
                 hostile.sendall(long_frame(len(message), more=False) + message)
         self.first_node_then_attack(bomb)
+
+    def test_thousands_of_connections_with_garbage_from_one_process(self):
+        """Issue 23: a flood of connections, each sending a frame that is no sealed message,
+        against a node of a job with a key. The node holds at most 1024 inbound connections
+        (the idlest closed first), answers each bad frame with a 14-byte notice, and a node
+        with the key still joins."""
+        key = self.tmp / "job.key"
+        done = subprocess.run([self.cluster.bin, "keygen", str(key)], capture_output=True,
+                              text=True, timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 8192)), hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        opened = []
+
+        def flood(port: int) -> None:
+            garbage = bytes([0x00, 64]) + b"\x5a" * 64
+            held = []
+            try:
+                for _ in range(3000):
+                    try:
+                        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                        sock.sendall(zmtp_handshake() + garbage)
+                    except OSError:
+                        continue  # refused or reset under the flood: the next one
+                    held.append(sock)
+                opened.append(len(held))
+            finally:
+                self.addCleanup(lambda: [s.close() for s in held])
+        self.first_node_then_attack(flood, extra=["--key-file", str(key)])
+        self.assertGreater(opened[0], 1024, "the flood must go beyond the cap")
 
 
 if __name__ == "__main__":

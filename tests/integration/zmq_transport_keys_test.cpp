@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -285,27 +287,59 @@ TEST(ZmqTransportKeys, RotationInstallUseRemoveLosesNoMessage) {
   exchange("both removed the old key");
 }
 
-// A flood of idle connections fills the inbound cap; the idlest connections go, so the
+// `count` raw TCP connections to `node`, each sending `first_bytes`, while the node's loop
+// accepts (and evicts) them as they come.
+std::vector<int> open_raw_connections(ZmqTransport& node, int count, const Bytes& first_bytes) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(node.bound_port());
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) throw std::runtime_error("socket failed");
+    fds.push_back(fd);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
+        errno != EINPROGRESS) {
+      throw std::runtime_error("connect failed");
+    }
+    node.receive_from(1ms);
+    if (!first_bytes.empty()) {
+      ::send(fd, first_bytes.data(), first_bytes.size(), MSG_NOSIGNAL);
+    }
+  }
+  return fds;
+}
+
+// How many of `fds` the node closed (end of stream read), reading what it sent first.
+std::size_t closed_by_node(const std::vector<int>& fds) {
+  std::size_t closed = 0;
+  for (const int fd : fds) {
+    std::uint8_t buffer[512];
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) {
+    }
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;
+  }
+  return closed;
+}
+
+// Runs `node`'s loop until `satisfied` or 10 s.
+void run_until(ZmqTransport& node, const std::function<bool()>& satisfied) {
+  const auto deadline = Clock::now() + 10s;
+  while (!satisfied() && Clock::now() < deadline) node.receive_from(5ms);
+}
+
+// A flood of connections fills the inbound cap; the idlest connections go, so the
 // connections stay bounded and a peer that talks is still heard.
 TEST(ZmqTransportKeys, AFloodOfConnectionsStaysUnderTheCapAndALegitimatePeerGetsThrough) {
   TransportOptions options = keyed(new_ring());
   options.max_inbound_connections = 16;
   const auto ring = options.keyring;
   ZmqTransport node("127.0.0.1", 0, options);
-  std::vector<int> flood;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(node.bound_port());
-  for (int i = 0; i < 200; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    flood.push_back(fd);
-    node.receive_from(0ms);  // the node's loop accepts and evicts as they come
-  }
-  const auto deadline = Clock::now() + 5s;
-  while (node.inbound_connections() < 16 && Clock::now() < deadline) node.receive_from(5ms);
+  const std::vector<int> flood = open_raw_connections(node, 200, {});
+  run_until(node, [&] { return closed_by_node(flood) >= 200 - 16; });
+  EXPECT_EQ(closed_by_node(flood), 200u - 16u);
   EXPECT_LE(node.inbound_connections(), 16u);
 
   ZmqTransport peer("127.0.0.1", 0, keyed(ring));
@@ -315,6 +349,30 @@ TEST(ZmqTransportKeys, AFloodOfConnectionsStaysUnderTheCapAndALegitimatePeerGets
   ASSERT_FALSE(got->refusal.has_value());
   EXPECT_EQ(got->bytes, bytes_of("let me in"));
   EXPECT_LE(node.inbound_connections(), 16u);
+  for (const int fd : flood) ::close(fd);
+}
+
+// One address holds at most max_inbound_per_address connections: its idlest go first, and
+// a peer from that address that talks is still heard.
+TEST(ZmqTransportKeys, OneAddressHoldsAtMostItsShareOfConnections) {
+  TransportOptions options = keyed(new_ring());
+  options.max_inbound_connections = 100;
+  options.max_inbound_per_address = 8;
+  const auto ring = options.keyring;
+  ZmqTransport node("127.0.0.1", 0, options);
+  // Each sends its handshake: the node learns its address from its first bytes.
+  const std::vector<int> flood = open_raw_connections(node, 40, zmtp_handshake("DEALER"));
+  run_until(node, [&] { return closed_by_node(flood) >= 40 - 8; });
+  EXPECT_EQ(closed_by_node(flood), 40u - 8u);
+  EXPECT_LE(node.inbound_connections(), 8u);
+
+  ZmqTransport peer("127.0.0.1", 0, keyed(ring));
+  ASSERT_TRUE(peer.send(loopback(node), bytes_of("from the same address")));
+  auto got = next(node, {&peer});
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->refusal.has_value());
+  EXPECT_EQ(got->bytes, bytes_of("from the same address"));
+  EXPECT_LE(node.inbound_connections(), 8u);
   for (const int fd : flood) ::close(fd);
 }
 

@@ -278,6 +278,91 @@ class WrongSeedTest(NetnsCase):
         self.assertIn("another-job", self.check(report, "handshake")["finding"])
 
 
+class IntruderTest(NetnsCase):
+    """Issue 23: a job of three hosts with a key; a fourth host on the same bridge, without
+    the key, tries to join (with the job's run id and with guessed ones), to read the
+    membership, to use the store and doctor. Nothing it sends is accepted, it learns no
+    member's address but the seed's it was given, and the job is undisturbed."""
+
+    hosts = 4
+
+    def test_a_host_without_the_key_gets_nothing_in_and_nothing_out(self) -> None:
+        out = Path(self.lab.workdir)
+        key = out / "job.key"
+        made = subprocess.run([self.bin, "keygen", str(key)], capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        seed = self.lab.endpoint(0)
+        job = [self.join(h, seed, "--key-file", str(key), "--serve-store",
+                         "--env-file", str(out / f"{h}" / "rank{local_rank}.env"), nnodes=3)
+               for h in range(3)]
+        wait_until(lambda: all((out / f"{h}" / "rank0.env").exists() for h in range(3)),
+                   timeout=60, what="the keyed job to agree")
+
+        intruder = 3
+        said = []
+        for run_id in (RUN_ID, "default", "job"):
+            node = self.join(intruder, seed, nnodes=3, timeout="20s", run_id=run_id)
+            self.assertEqual(self.finish(node, 60), 13, node.output())
+            self.assertIn("authentication failed", node.output())
+            said.append(node.output())
+        members = self.lab.exec(intruder, [self.bin, "members", "--seed", seed, "--run-id",
+                                           RUN_ID, "--format", "json"])
+        self.assertEqual(members.returncode, 13, members.stdout + members.stderr)
+        said.append(members.stdout + members.stderr)
+        store = self.lab.exec(intruder, [PYTHON, "-c", STORE_PROBE, seed, RUN_ID])
+        self.assertEqual(store.returncode, 0, store.stdout + store.stderr)
+        self.assertEqual(store.stdout.split(), ["refused"] * 3, store.stdout + store.stderr)
+        said.append(store.stdout + store.stderr)
+        code, report = self.doctor(intruder, seed)
+        self.assertEqual(code, 13, report)
+        said.append(json.dumps(report))
+        for host in (1, 2):
+            for text in said:
+                self.assertNotIn(self.lab.address(host), text, "the intruder learned an address")
+
+        # The job is undisturbed: its nodes still serve, a holder of the key reads and writes,
+        # and the membership is the three hosts.
+        for node in job:
+            self.assertTrue(node.running(), node.output())
+        holder = self.lab.exec(1, [PYTHON, "-c", STORE_HOLDER, self.lab.endpoint(1), RUN_ID,
+                                   str(key)])
+        self.assertEqual(holder.stdout.split(), ["ok"], holder.stdout + holder.stderr)
+        listed = self.lab.exec(1, [self.bin, "members", "--seed", seed, "--run-id", RUN_ID,
+                                   "--format", "json", "--key-file", str(key)])
+        self.assertEqual(listed.returncode, 0, listed.stdout + listed.stderr)
+        self.assertEqual(sorted(m["endpoint"] for m in json.loads(listed.stdout)),
+                         sorted(self.lab.endpoint(h) for h in range(3)))
+        self.assertIn("does not hold this job's key", job[0].output())  # the seed's side
+
+
+# Run by the intruder: three store requests without a key; prints "refused" for each refused
+# one (StoreError store_refused naming the key), anything else as it is.
+STORE_PROBE = r"""
+import sys
+from gossip_rdzv import Store, StoreError
+agent, run_id = sys.argv[1], sys.argv[2]
+for attempt in ("get", "set", "add"):
+    store = Store(agent=agent, run_id=run_id, timeout=10)
+    try:
+        {"get": lambda: store.get("MASTER_ADDR", timeout=2), "set": lambda: store.set("x", "1"),
+         "add": lambda: store.add("x", 1)}[attempt]()
+        print("accepted", attempt)
+    except StoreError as error:
+        print("refused" if error.name == "store_refused" and "authentication failed" in str(error)
+              else f"other:{error.name}:{error}")
+"""
+
+# Run by a member host with the key: a set and a get through its own agent.
+STORE_HOLDER = r"""
+import sys
+from gossip_rdzv import Store
+agent, run_id, key_file = sys.argv[1:4]
+store = Store(agent=agent, run_id=run_id, timeout=20, key_file=key_file)
+store.set("holder", "yes")
+print("ok" if store.get("holder", timeout=10) == b"yes" else "wrong value")
+"""
+
+
 class PortBusyTest(NetnsCase):
     hosts = 2
 

@@ -117,6 +117,17 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str = "condi
         time.sleep(interval)
 
 
+def wait_listening(port: int, timeout: float, what: str = "the node to listen") -> None:
+    """Waits until something accepts TCP connections on 127.0.0.1:`port`."""
+    def accepts() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    wait_until(accepts, timeout, what=what)
+
+
 def run_ok(test: unittest.TestCase, args: Sequence, env: Optional[dict] = None,
            timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `args` (any path-like items) to completion; `test` fails, showing its output,

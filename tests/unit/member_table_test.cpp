@@ -237,3 +237,23 @@ TEST(MemberTable, TablesSharingAPoolShareAnnouncements) {
 
 }  // namespace
 }  // namespace gossip_rdzv::protocol
+
+namespace gossip_rdzv::protocol {
+namespace {
+
+// Forged joins of ever new endpoints stop at kMaxRows rows; known members still change.
+TEST(MemberTable, NewEndpointsBeyondTheRowCapAreIgnored) {
+  MemberTable table = table_with(1);
+  for (std::size_t i = 0; table.rows().size() < MemberTable::kMaxRows; ++i) {
+    table.merge(rumour("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":1"),
+                Time{0}, Time{0}, "stranger");
+  }
+  EXPECT_EQ(table.merge(rumour("10.9.9.9:1"), Time{1}, Time{0}, "stranger"), MemberChange::none);
+  EXPECT_FALSE(table.find("10.9.9.9:1"));
+  EXPECT_EQ(table.rows().size(), MemberTable::kMaxRows);
+  EXPECT_EQ(table.merge(rumour("10.0.0.2:1", 2), Time{2}, Time{0}, "seed"),
+            MemberChange::restarted);
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::protocol
