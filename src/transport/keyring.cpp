@@ -106,6 +106,7 @@ bool looks_sealed(const Bytes& bytes) {
 Keyring::Keyring(std::vector<std::array<std::uint8_t, kKeyBytes>> keys) : keys_(std::move(keys)) {
   ensure_sodium();
   if (keys_.empty()) throw Error(ErrorCode::usage, "a keyring needs at least one key");
+  randombytes_buf(nonce_prefix_.data(), nonce_prefix_.size());
   for (const auto& key : keys_) ids_.push_back(id_of(key));
 }
 
@@ -173,7 +174,10 @@ Bytes Keyring::seal(const std::uint8_t* plain, std::size_t size, const Challenge
   for (int i = 0; i < 8; ++i) out[13 + i] = static_cast<std::uint8_t>(counter >> (56 - 8 * i));
   const auto ad = associated_data(out.data(), theirs);
   std::uint8_t* nonce = out.data() + kHeaderBytes;
-  randombytes_buf(nonce, kNonceBytes);
+  static_assert(kNonceBytes == 16 + 8);
+  std::memcpy(nonce, nonce_prefix_.data(), nonce_prefix_.size());
+  const std::uint64_t count = sealed_count_.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < 8; ++i) nonce[16 + i] = static_cast<std::uint8_t>(count >> (56 - 8 * i));
   unsigned long long written = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt(out.data() + kHeaderBytes + kNonceBytes, &written,
                                              plain, size, ad.data(), ad.size(), nullptr, nonce,
