@@ -316,6 +316,13 @@ class IntruderTest(NetnsCase):
         code, report = self.doctor(intruder, seed)
         self.assertEqual(code, 13, report)
         said.append(json.dumps(report))
+        # Gossip messages (claims travel in them) under guessed run ids, written by hand:
+        # each is answered with a refusal notice and nothing else.
+        raw = self.lab.exec(intruder, [PYTHON, "-c", RAW_GOSSIP, self.lab.address(0), "29400",
+                                       RUN_ID, "default", "job"])
+        self.assertEqual(raw.returncode, 0, raw.stdout + raw.stderr)
+        self.assertEqual(raw.stdout.split(), ["notices", "3"], raw.stdout + raw.stderr)
+        said.append(raw.stdout + raw.stderr)
         for host in (1, 2):
             for text in said:
                 self.assertNotIn(self.lab.address(host), text, "the intruder learned an address")
@@ -350,6 +357,49 @@ for attempt in ("get", "set", "add"):
     except StoreError as error:
         print("refused" if error.name == "store_refused" and "authentication failed" in str(error)
               else f"other:{error.name}:{error}")
+"""
+
+# Run by the intruder: a ZMTP connection to HOST:PORT sending one Gossip message (type 6,
+# the message claims travel in) per RUN_ID, unsealed, from a made-up sender; prints how many
+# refusal notices ("GRDN") came back, and any other message as "other".
+RAW_GOSSIP = r"""
+import socket, sys, time
+host, port, run_ids = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def s(text):
+    return bytes([0xa0 | len(text)]) + text.encode()
+greeting = b"\xff" + b"\x00" * 7 + b"\x01\x7f\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" * 32
+ready = b"\x05READY\x0bSocket-Type" + (6).to_bytes(4, "big") + b"DEALER\x08Identity" + bytes(4)
+sock = socket.create_connection((host, port), timeout=10)
+sock.sendall(greeting + bytes([0x04, len(ready)]) + ready)
+for run_id in run_ids:
+    message = b"\x97" + s("GRDZ") + b"\x03" + s(run_id) + s("10.9.9.9:29400") + b"\x01\x06\x90"
+    sock.sendall(bytes([0x00, len(message)]) + message)
+data, frames, deadline = b"", [], time.monotonic() + 10
+sock.settimeout(0.5)
+while time.monotonic() < deadline and sum(f.startswith(b"GRDN") for f in frames) < len(run_ids):
+    try:
+        chunk = sock.recv(4096)
+    except socket.timeout:
+        continue
+    if not chunk:
+        break
+    data += chunk
+    at = 64  # the greeting; then frames: flags, length (1 or 8 bytes), body
+    frames = []
+    while at + 2 <= len(data):
+        long = data[at] & 0x02
+        size = int.from_bytes(data[at + 1:at + 9], "big") if long else data[at + 1]
+        head = 9 if long else 2
+        if at + head + size > len(data):
+            break
+        if not data[at] & 0x04:
+            frames.append(data[at + head:at + head + size])
+        at += head + size
+notices = sum(f.startswith(b"GRDN") for f in frames)
+others = [f for f in frames if not f.startswith(b"GRDN") and not f.startswith(b"GRDC")]
+print("notices", notices)
+for f in others:
+    print("other", f[:40])
 """
 
 # Run by a member host with the key: a set and a get through its own agent.
