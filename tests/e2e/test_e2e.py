@@ -210,12 +210,12 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(len({r["restart_count"] for r in found}), 1, logs)
         return found
 
-    def start_three(self) -> list:
+    def start_three(self, join_timeout: str = "60s") -> list:
         """Three nodes of `--nnodes 2:3`; the first is the seed."""
         ports = free_ports(3)
         seeds = [f"127.0.0.1:{ports[0]}"]
         nodes = [self.cluster.add_node(seeds, "2:3", port=port, extra=self.args,
-                                       join_timeout="60s", start=False)
+                                       join_timeout=join_timeout, start=False)
                  for port in ports]
         for node in nodes:
             self.cluster.start_node(node)
@@ -232,6 +232,64 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(codes, [0, 0], logs)
         self.assertEqual(victim.proc.poll(), -signal.SIGKILL, logs)
         self.check_finished(2, logs)
+
+    def test_a_frozen_node_is_left_out_and_its_workers_stop_when_it_wakes(self):
+        # Its join timeout bounds how long the woken node waits for a next round (below).
+        nodes = self.start_three(join_timeout="20s")
+        self.await_step(self.FAULT_STEP)
+        victim = nodes[2]
+        signal_node(victim, signal.SIGSTOP)
+        survivors = nodes[:2]
+        codes = self.cluster.wait_nodes(survivors, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0], logs)
+        self.check_finished(2, logs)
+        # Woken after the job ended without it: it must learn it was left out, stop its
+        # round-0 workers at once, not run them next to a job that moved on, and exit. (No
+        # agent of the finished job is left to tell it the job is over, so it waits for a
+        # next round until its join timeout: exit 5, docs/cli.md.)
+        frozen_workers = descendants(victim.proc.popen.pid)
+        signal_node(victim, signal.SIGCONT)
+        self.cluster.wait_nodes([victim], timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(victim.proc.poll(), 5, logs)
+        self.assertIn("stopped this node's workers of round 0", victim.proc.stderr)
+        for pid in frozen_workers:
+            wait_until(lambda: not pid_alive(pid), 30, f"worker {pid} of the woken node to stop")
+        self.assertFalse((self.out / "rank2.json").exists(), logs)
+
+    def test_a_node_arriving_below_max_grows_the_job_and_uses_no_restart(self):
+        # The third node's worker, rank 1 of round 1 or later, crashes once in round 1: the job
+        # recovers only if the arrival did not use the one restart allowed.
+        self.setenv("GR_CRASH_RANK", "1")
+        self.setenv("GR_CRASH_ROUND", "1")
+        self.setenv("GR_CRASH_STEP", str(self.FAULT_STEP + 8))
+        self.args = ["--last-call", "1s", *self.args]
+        ports = free_ports(3)
+        seeds = [f"127.0.0.1:{ports[0]}"]
+        first_two = [self.cluster.add_node(seeds, "2:3", port=port, extra=self.args,
+                                           join_timeout="60s") for port in ports[:2]]
+        self.await_step(self.FAULT_STEP)
+        self.assertEqual(self.checkpoint().get("world"), 2)
+        arrival = self.cluster.add_node(seeds, "2:3", port=ports[2], extra=self.args,
+                                        join_timeout="60s")
+        nodes = first_two + [arrival]
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0, 0], logs)
+        found = self.check_finished(3, logs, min_restart=2)
+        self.assertEqual(found[0]["restart_count"], 2, logs)  # growth, then the crash
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":
