@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <iterator>
+#include <set>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -164,7 +165,11 @@ std::vector<protocol::PeerRefused> decisive_refusals(const RuntimeState& state) 
 /// Before joining we only talk to seeds, so once as many seeds have refused as we have,
 /// waiting longer cannot help.
 bool refused_by_every_seed(const RuntimeState& state, std::size_t seed_count) {
-  return !state.joined && seed_count > 0 && decisive_refusals(state).size() >= seed_count;
+  if (state.joined || seed_count == 0) return false;
+  // Peers, not refusals: one seed may refuse for two reasons (a key and then another).
+  std::set<std::string> peers;
+  for (const auto& refusal : decisive_refusals(state)) peers.insert(refusal.peer);
+  return peers.size() >= seed_count;
 }
 
 bool refused_by_seeds_of_another_job(const RuntimeState& state, std::size_t seed_count) {

@@ -415,14 +415,17 @@ void Runtime::handle_key_refusal(Time now, const transport::AuthRefusal& refusal
   } else {
     log_->debug("{}", key_refusal_text(event));
   }
-  // The first refusal per peer and direction, and a bounded number of them.
+  // The first refusal per peer and direction, and a bounded number in each direction: the
+  // ones we made are strangers' to trigger and must not crowd out a seed's refusal of us
+  // (which only peers we dialled can send), which decides exit 13.
   const bool known =
       std::any_of(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
         return r.reason == event.reason && r.by_us == event.by_us && r.peer == event.peer;
       });
   const auto recorded =
-      std::count_if(state_.refusals.begin(), state_.refusals.end(),
-                    [](const auto& r) { return r.reason == protocol::RefuseReason::key_mismatch; });
+      std::count_if(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
+        return r.reason == protocol::RefuseReason::key_mismatch && r.by_us == event.by_us;
+      });
   if (!known && static_cast<std::size_t>(recorded) < kMaxKeyRefusals) {
     state_.refusals.push_back(std::move(event));
   }

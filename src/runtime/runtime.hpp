@@ -185,7 +185,8 @@ class Runtime {
   LogLimiter decode_warnings_{kDecodeWarningBurst, kDecodeWarningPeriod};
   /// The same budget for refusals for want of the key, which strangers can trigger too.
   LogLimiter key_warnings_{kDecodeWarningBurst, kDecodeWarningPeriod};
-  /// Key refusals recorded in state_.refusals at most: a stranger can claim any sender.
+  /// Key refusals recorded in state_.refusals at most, in each direction: a stranger can
+  /// claim any sender.
   static constexpr std::size_t kMaxKeyRefusals = 32;
   std::optional<transport::KeyFileWatch> key_file_;  ///< loop thread only, after start()
 };

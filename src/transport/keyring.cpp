@@ -2,6 +2,9 @@
 
 #include <sodium.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -19,20 +22,33 @@ constexpr std::size_t kTagBytes = crypto_aead_xchacha20poly1305_ietf_ABYTES;
 static_assert(kKeyBytes == crypto_aead_xchacha20poly1305_ietf_KEYBYTES);
 static_assert(Keyring::kOverhead == kHeaderBytes + kNonceBytes + kTagBytes);
 
+// Forks seen by this process (a pthread_atfork child handler counts them), so a keyring can
+// tell without a system call that it now runs in a child and must draw a new nonce prefix.
+std::atomic<std::uint64_t> fork_generation{0};
+
+void count_fork() {
+  fork_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ensure_sodium() {
   // Thread-safe and idempotent; it fails only when no random source can be opened.
-  static const int ready = sodium_init();
+  static const int ready = [] {
+    ::pthread_atfork(nullptr, nullptr, count_fork);
+    return sodium_init();
+  }();
   if (ready < 0) {
     throw Error(ErrorCode::internal, "libsodium could not initialise (no random source)");
   }
 }
 
-// What the tag covers besides the ciphertext: the clear header and the receiver's challenge.
-std::array<std::uint8_t, kHeaderBytes + sizeof(Challenge)> associated_data(
-    const std::uint8_t* header, const Challenge& receiver) {
-  std::array<std::uint8_t, kHeaderBytes + sizeof(Challenge)> ad{};
+// What the tag covers besides the ciphertext: the clear header, the receiver's challenge and
+// the sender's side of the connection.
+using AssociatedData = std::array<std::uint8_t, kHeaderBytes + sizeof(Challenge) + 1>;
+AssociatedData associated_data(const std::uint8_t* header, const Challenge& receiver, Side sender) {
+  AssociatedData ad{};
   std::memcpy(ad.data(), header, kHeaderBytes);
   std::memcpy(ad.data() + kHeaderBytes, receiver.data(), receiver.size());
+  ad.back() = static_cast<std::uint8_t>(sender);
   return ad;
 }
 
@@ -106,6 +122,7 @@ bool looks_sealed(const Bytes& bytes) {
 Keyring::Keyring(std::vector<std::array<std::uint8_t, kKeyBytes>> keys) : keys_(std::move(keys)) {
   ensure_sodium();
   if (keys_.empty()) throw Error(ErrorCode::usage, "a keyring needs at least one key");
+  prefix_fork_generation_ = fork_generation.load(std::memory_order_relaxed);
   randombytes_buf(nonce_prefix_.data(), nonce_prefix_.size());
   for (const auto& key : keys_) ids_.push_back(id_of(key));
 }
@@ -118,13 +135,18 @@ std::shared_ptr<const Keyring> Keyring::parse(std::string_view text, const std::
   for (int number = 1; std::getline(lines, line); ++number) {
     const std::string word = trimmed(line);
     if (word.empty() || word.front() == '#') continue;
-    std::array<std::uint8_t, kKeyBytes> key{};
+    // One byte more than a key, so that a longer line is seen as too long (sodium writes up
+    // to the given size before it reports that the text does not fit).
+    std::array<std::uint8_t, kKeyBytes + 1> decoded_bytes{};
     std::size_t length = 0;
     const char* end = nullptr;
     const bool decoded =
-        sodium_base642bin(key.data(), key.size() + 1, word.data(), word.size(), nullptr, &length,
-                          &end, sodium_base64_VARIANT_ORIGINAL) == 0 &&
+        sodium_base642bin(decoded_bytes.data(), decoded_bytes.size(), word.data(), word.size(),
+                          nullptr, &length, &end, sodium_base64_VARIANT_ORIGINAL) == 0 &&
         end == word.data() + word.size();
+    std::array<std::uint8_t, kKeyBytes> key{};
+    std::memcpy(key.data(), decoded_bytes.data(), key.size());
+    sodium_memzero(decoded_bytes.data(), decoded_bytes.size());
     if (!decoded || length != kKeyBytes) {
       sodium_memzero(key.data(), key.size());
       throw key_file_error(source, "line " + std::to_string(number) +
@@ -166,17 +188,27 @@ std::string Keyring::generate_key_line() {
 }
 
 Bytes Keyring::seal(const std::uint8_t* plain, std::size_t size, const Challenge& theirs,
-                    std::uint64_t counter) const {
+                    std::uint64_t counter, Side from) const {
   Bytes out(kOverhead + size);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   out[4] = kVersion;
   std::memcpy(out.data() + 5, ids_.front().data(), ids_.front().size());
   for (int i = 0; i < 8; ++i) out[13 + i] = static_cast<std::uint8_t>(counter >> (56 - 8 * i));
-  const auto ad = associated_data(out.data(), theirs);
+  const auto ad = associated_data(out.data(), theirs, from);
   std::uint8_t* nonce = out.data() + kHeaderBytes;
   static_assert(kNonceBytes == 16 + 8);
-  std::memcpy(nonce, nonce_prefix_.data(), nonce_prefix_.size());
-  const std::uint64_t count = sealed_count_.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t count = 0;
+  {
+    std::lock_guard lock(nonce_mutex_);
+    if (const auto forks = fork_generation.load(std::memory_order_relaxed);
+        forks != prefix_fork_generation_) {
+      randombytes_buf(nonce_prefix_.data(), nonce_prefix_.size());
+      prefix_fork_generation_ = forks;
+      sealed_count_ = 0;
+    }
+    std::memcpy(nonce, nonce_prefix_.data(), nonce_prefix_.size());
+    count = sealed_count_++;
+  }
   for (int i = 0; i < 8; ++i) nonce[16 + i] = static_cast<std::uint8_t>(count >> (56 - 8 * i));
   unsigned long long written = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt(out.data() + kHeaderBytes + kNonceBytes, &written,
@@ -187,7 +219,7 @@ Bytes Keyring::seal(const std::uint8_t* plain, std::size_t size, const Challenge
 }
 
 Opened Keyring::open(const std::uint8_t* bytes, std::size_t size, const Challenge& mine,
-                     std::uint64_t last_counter) const {
+                     std::uint64_t last_counter, Side from) const {
   Opened opened;
   if (size < sizeof kMagic || std::memcmp(bytes, kMagic, sizeof kMagic) != 0) return opened;
   if (size < kOverhead || bytes[4] != kVersion) {
@@ -201,7 +233,7 @@ Opened Keyring::open(const std::uint8_t* bytes, std::size_t size, const Challeng
     opened.status = OpenStatus::unknown_key;
     return opened;
   }
-  const auto ad = associated_data(bytes, mine);
+  const auto ad = associated_data(bytes, mine, from);
   const std::uint8_t* nonce = bytes + kHeaderBytes;
   const std::uint8_t* cipher = nonce + kNonceBytes;
   const std::size_t cipher_size = size - kHeaderBytes - kNonceBytes;

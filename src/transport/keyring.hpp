@@ -16,11 +16,12 @@
 // The key id is the first 8 bytes of BLAKE2b-128 of the key: it tells a receiver which key
 // to try and lets a person compare keys (`keygen`, logs) without showing them.
 //
-// A sealed message is bound to one connection and one place in it (docs/security.md,
-// "Replay"): the authenticated data also holds the receiver's random challenge for that
-// connection (which the receiver sent when the connection opened) and the sender's counter,
-// which must grow from message to message. Replayed on another connection, or again on the
-// same one, a message does not open.
+// A sealed message is bound to one connection, one direction and one place in it
+// (docs/protocol.md, "Keys"): the authenticated data also holds the receiver's random
+// challenge for that connection (which the receiver sent when the connection opened), the
+// sender's side of it (the one that dialled, or the one that listened) and the sender's
+// counter, which must grow from message to message. Replayed on another connection, reflected
+// back to its sender, or sent again on the same connection, a message does not open.
 //
 // A key file is text: one base64 key (32 bytes) per line, the primary first; empty lines and
 // lines starting with '#' are ignored. `gossip-rdzv keygen` writes one with mode 0600.
@@ -31,9 +32,9 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,8 @@ constexpr std::size_t kKeyBytes = 32;
 using KeyId = std::array<std::uint8_t, 8>;
 /// A connection's random challenge, one per side.
 using Challenge = std::array<std::uint8_t, 16>;
+/// The side of a connection that sealed a message.
+enum class Side : std::uint8_t { dialler = 1, listener = 2 };
 
 /// A new random challenge.
 Challenge new_challenge();
@@ -101,18 +104,21 @@ class Keyring {
   const std::vector<KeyId>& ids() const { return ids_; }
 
   /// `plain` sealed with the primary key (a fresh nonce each call) for the receiver
-  /// whose challenge is `theirs`, as the sender's message number `counter` (> 0, growing).
+  /// whose challenge is `theirs`, as the sender's message number `counter` (> 0, growing),
+  /// sealed by `from` (our side of the connection).
   Bytes seal(const std::uint8_t* plain, std::size_t size, const Challenge& theirs,
-             std::uint64_t counter) const;
-  Bytes seal(const Bytes& plain, const Challenge& theirs, std::uint64_t counter) const {
-    return seal(plain.data(), plain.size(), theirs, counter);
+             std::uint64_t counter, Side from) const;
+  Bytes seal(const Bytes& plain, const Challenge& theirs, std::uint64_t counter, Side from) const {
+    return seal(plain.data(), plain.size(), theirs, counter, from);
   }
   /// `bytes` authenticated and decrypted with the key its header names, as sealed for our
-  /// challenge `mine`, with a counter above `last_counter` (the last one opened).
+  /// challenge `mine` by the other side `from`, with a counter above `last_counter` (the
+  /// last one opened).
   Opened open(const std::uint8_t* bytes, std::size_t size, const Challenge& mine,
-              std::uint64_t last_counter) const;
-  Opened open(const Bytes& bytes, const Challenge& mine, std::uint64_t last_counter) const {
-    return open(bytes.data(), bytes.size(), mine, last_counter);
+              std::uint64_t last_counter, Side from) const;
+  Opened open(const Bytes& bytes, const Challenge& mine, std::uint64_t last_counter,
+              Side from) const {
+    return open(bytes.data(), bytes.size(), mine, last_counter, from);
   }
 
   /// Bytes a sealed message adds to its plaintext.
@@ -121,8 +127,13 @@ class Keyring {
  private:
   std::vector<std::array<std::uint8_t, kKeyBytes>> keys_;
   std::vector<KeyId> ids_;
-  std::array<std::uint8_t, 16> nonce_prefix_{};         ///< random, drawn at construction
-  mutable std::atomic<std::uint64_t> sealed_count_{0};  ///< the rest of each nonce
+  /// The random part of each nonce, drawn at construction and again in a forked child (a
+  /// child sealing with its parent's prefix and count would reuse nonces); guarded by
+  /// nonce_mutex_ with the count and the fork generation it was drawn in.
+  mutable std::mutex nonce_mutex_;
+  mutable std::array<std::uint8_t, 16> nonce_prefix_{};
+  mutable std::uint64_t sealed_count_ = 0;
+  mutable std::uint64_t prefix_fork_generation_ = 0;
 };
 
 }  // namespace gossip_rdzv::transport

@@ -20,6 +20,11 @@ constexpr std::string_view kTcpScheme = "tcp://";
 // Below the reconnect interval a dropped SYN would otherwise stall a connection for the
 // kernel's ~2 minute SYN retry budget; retrying sooner finds a peer that started late.
 constexpr int kConnectTimeoutMs = 1000;
+// Refusal notices sent on one connection at most (see refuse()).
+constexpr int kMaxNoticesPerConnection = 8;
+// Of an unsealed message refused, what is kept for the caller to name its claimed sender
+// (the gossip header is at its start).
+constexpr std::size_t kUnsealedBytesKept = 1024;
 
 bool is_ipv6_literal(const std::string& host) {
   return host.find(':') != std::string::npos;
@@ -94,6 +99,10 @@ ZmqTransport::ZmqTransport(const std::string& listen_host, std::uint16_t listen_
     options_.max_inbound_connections = std::min<std::size_t>(
         options_.max_inbound_connections, std::max<std::size_t>(16, files.rlim_cur / 2));
   }
+  // One address takes at most half the table, whatever the limits above made of it.
+  options_.max_inbound_per_address =
+      std::min(options_.max_inbound_per_address,
+               std::max<std::size_t>(1, options_.max_inbound_connections / 2));
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::internal, "eventfd failed: " + std::to_string(errno));
   try {
@@ -204,7 +213,21 @@ bool ZmqTransport::can_send(const Destination& target) const {
 
 Bytes ZmqTransport::frame_for(Channel& channel, const Bytes& bytes) const {
   if (!options_.keyring) return zmtp_frame(bytes);
-  return zmtp_frame(options_.keyring->seal(bytes, *channel.theirs, ++channel.sent));
+  return zmtp_frame(options_.keyring->seal(bytes, *channel.theirs, ++channel.sent,
+                                           channel.we_dialled ? Side::dialler : Side::listener));
+}
+
+void ZmqTransport::set_keyring(std::shared_ptr<const Keyring> keyring) {
+  const bool had_keys = options_.keyring != nullptr;
+  options_.keyring = std::move(keyring);
+  if (had_keys == (options_.keyring != nullptr)) {
+    // Rotation: the same connections go on; a peer that refused our old key may take the
+    // new one.
+    for (auto& [address, target] : destinations_) target.channel.refused = false;
+    return;
+  }
+  while (!recency_.empty()) drop_destination(std::string(recency_.back()));
+  while (!inbound_recency_.empty()) close_inbound(inbound_recency_.back());
 }
 
 ZmqTransport::Destination* ZmqTransport::destination(const std::string& address) {
@@ -228,6 +251,7 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
   // mid-stream.
   send_raw(outbox_, routing_id, zmtp_handshake("DEALER"));
   Channel channel;
+  channel.we_dialled = true;
   if (options_.keyring) send_raw(outbox_, routing_id, zmtp_frame(encode_challenge(channel.ours)));
   recency_.push_front(address);
   address_of_[routing_id] = address;
@@ -272,9 +296,9 @@ std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
     auto message = receive_from(timeout);
     if (!message) return std::nullopt;
     if (!message->refusal) return std::move(message->bytes);
-    timeout = std::max(
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
-        std::chrono::milliseconds(0));
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return std::nullopt;  // refusals only, until the deadline
+    timeout = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
   }
 }
 
@@ -384,7 +408,7 @@ void ZmqTransport::note_inbound_address(const std::string& id, Inbound& connecti
   for (const std::string& victim : idlest) close_inbound(victim);
 }
 
-void ZmqTransport::forget_inbound(const std::string& id) {
+void ZmqTransport::forget_inbound(std::string id) {
   const auto found = inbound_.find(id);
   if (found == inbound_.end()) return;
   if (!found->second.peer.empty()) {
@@ -397,7 +421,7 @@ void ZmqTransport::forget_inbound(const std::string& id) {
   inbound_.erase(found);
 }
 
-void ZmqTransport::close_inbound(const std::string& id) {
+void ZmqTransport::close_inbound(std::string id) {
   if (inbound_.count(id) == 0) return;
   send_raw(inbox_, id, Bytes{});  // an empty message closes the connection
   forget_inbound(id);
@@ -439,9 +463,12 @@ void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std:
   if (looks_like_challenge(message)) {
     // The peer holds a key: what we send must be sealed for this challenge.
     if (!options_.keyring) {
-      refuse(reply_to, peer, NoticeReason::no_key_here, std::nullopt, {});
-    } else if (auto challenge = decode_challenge(message); challenge && !channel.theirs) {
-      channel.theirs = challenge;  // only the first: a later one would let replays in
+      refuse(channel, reply_to, peer, NoticeReason::no_key_here, std::nullopt, {});
+    } else if (auto challenge = decode_challenge(message);
+               challenge && !channel.theirs && *challenge != channel.ours) {
+      // Only the first: a later one would let replays in. Never our own: sealing for it
+      // would let our messages be reflected back to us.
+      channel.theirs = challenge;
     }
     return;
   }
@@ -468,33 +495,39 @@ void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std:
       theirs.emplace();
       std::copy(message.begin() + 5, message.begin() + 13, theirs->begin());
     }
-    refuse(reply_to, peer, NoticeReason::no_key_here, theirs, {});
+    refuse(channel, reply_to, peer, NoticeReason::no_key_here, theirs, {});
     return;
   }
-  Opened opened = ring->open(message, channel.ours, channel.received);
+  Opened opened = ring->open(message, channel.ours, channel.received,
+                             channel.we_dialled ? Side::listener : Side::dialler);
   switch (opened.status) {
     case OpenStatus::ok:
       channel.received = opened.counter;
       ready_.push_back(Received{std::move(opened.plain), reply_to, std::nullopt});
       return;
     case OpenStatus::not_sealed:
-      refuse(reply_to, peer, NoticeReason::key_required, std::nullopt, std::move(message));
+      // Kept for the caller to name the claimed sender: its header, not the whole message.
+      message.resize(std::min<std::size_t>(message.size(), kUnsealedBytesKept));
+      refuse(channel, reply_to, peer, NoticeReason::key_required, std::nullopt, std::move(message));
       return;
     case OpenStatus::unknown_key:
-      refuse(reply_to, peer, NoticeReason::unknown_key, opened.key_id, {});
+      refuse(channel, reply_to, peer, NoticeReason::unknown_key, opened.key_id, {});
       return;
     case OpenStatus::forged:
     case OpenStatus::replayed:
-      refuse(reply_to, peer, NoticeReason::forged, opened.key_id, {});
+      refuse(channel, reply_to, peer, NoticeReason::forged, opened.key_id, {});
       return;
   }
 }
 
-void ZmqTransport::refuse(const std::string& reply_to, const std::string& peer, NoticeReason reason,
-                          std::optional<KeyId> key_id, Bytes unsealed) {
+void ZmqTransport::refuse(Channel& channel, const std::string& reply_to, const std::string& peer,
+                          NoticeReason reason, std::optional<KeyId> key_id, Bytes unsealed) {
   // Only inbound messages are answered: an answer on our own connection that we cannot open
-  // came from a peer that already knows (it refused ours, or will).
-  if (!reply_to.empty()) {
+  // came from a peer that already knows (it refused ours, or will). A few notices per
+  // connection: a peer that keeps sending what we refuse, and never reads, cannot make us
+  // queue notices without end.
+  if (!reply_to.empty() && channel.notices_sent < kMaxNoticesPerConnection) {
+    ++channel.notices_sent;
     AuthNotice notice{reason, std::nullopt};
     if (options_.keyring) notice.refuser_key = options_.keyring->primary_id();
     send_raw(inbox_, reply_to, zmtp_frame(encode_notice(notice)));

@@ -42,7 +42,7 @@ struct AuthRefusal {
   bool by_us = true;  ///< we dropped theirs (and answered with a notice), or they dropped ours
   NoticeReason reason = NoticeReason::key_required;
   /// Who: the endpoint we sent to when it came back on our own connection, else the inbound
-  /// connection's address ("10.0.0.7:41234", the peer's outgoing port).
+  /// connection's address ("10.0.0.7": ZeroMQ gives the peer's address, not its port).
   std::string peer;
   /// by_us: the key id the message was sealed with (unknown_key, forged); otherwise the
   /// refuser's primary key id, when it holds keys.
@@ -130,9 +130,9 @@ class ZmqTransport {
   bool flush(std::chrono::milliseconds timeout);
 
   /// Rotation: the keys to seal with and accept from now on (nullptr: none). Loop thread only.
-  void set_keyring(std::shared_ptr<const Keyring> keyring) {
-    options_.keyring = std::move(keyring);
-  }
+  /// Going from keys to none or back closes every connection (their challenges were, or
+  /// were not, exchanged): the next message opens a new one.
+  void set_keyring(std::shared_ptr<const Keyring> keyring);
   const std::shared_ptr<const Keyring>& keyring() const { return options_.keyring; }
 
   /// Inbound connections held now (at most options.max_inbound_connections).
@@ -151,6 +151,8 @@ class ZmqTransport {
     std::uint64_t sent = 0;      ///< the counter of the last message sealed for the peer
     std::uint64_t received = 0;  ///< the counter of the last message opened from the peer
     bool refused = false;        ///< the peer's notice said it drops what we send
+    bool we_dialled = false;     ///< a Destination (we seal as Side::dialler), not an Inbound
+    int notices_sent = 0;        ///< refusal notices sent on it (kMaxNoticesPerConnection)
   };
   struct Destination {
     std::string routing_id;  ///< the outbox connection's name, unique for the socket's life
@@ -188,12 +190,12 @@ class ZmqTransport {
   bool can_send(const Destination& target) const;
   /// `bytes` as the frame to send on `channel`: sealed for it when the transport holds keys.
   Bytes frame_for(Channel& channel, const Bytes& bytes) const;
-  void refuse(const std::string& reply_to, const std::string& peer, NoticeReason reason,
-              std::optional<KeyId> key_id, Bytes unsealed);
+  void refuse(Channel& channel, const std::string& reply_to, const std::string& peer,
+              NoticeReason reason, std::optional<KeyId> key_id, Bytes unsealed);
   /// Closes inbound connection `id` (an empty message tells ZeroMQ to) and forgets it.
-  void close_inbound(const std::string& id);
+  void close_inbound(std::string id);
   /// Forgets inbound connection `id` (closed by the peer, or by close_inbound).
-  void forget_inbound(const std::string& id);
+  void forget_inbound(std::string id);
   /// Records that connection `id` comes from `address`, closing that address's idlest
   /// other connections beyond max_inbound_per_address.
   void note_inbound_address(const std::string& id, Inbound& connection, std::string address);

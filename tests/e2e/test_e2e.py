@@ -210,10 +210,10 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(len({r["restart_count"] for r in found}), 1, logs)
         return found
 
-    def start_three(self, join_timeout: str = "60s") -> list:
-        """Three nodes of `--nnodes 2:3`; the first is the seed."""
+    def start_three(self, join_timeout: str = "60s", all_seeds: bool = False) -> list:
+        """Three nodes of `--nnodes 2:3`; the first is the seed (every one with `all_seeds`)."""
         ports = free_ports(3)
-        seeds = [f"127.0.0.1:{ports[0]}"]
+        seeds = [f"127.0.0.1:{p}" for p in (ports if all_seeds else ports[:1])]
         nodes = [self.cluster.add_node(seeds, "2:3", port=port, extra=self.args,
                                        join_timeout=join_timeout, start=False)
                  for port in ports]
@@ -279,6 +279,26 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(codes, [0, 0, 0], logs)
         found = self.check_finished(3, logs, min_restart=2)
         self.assertEqual(found[0]["restart_count"], 2, logs)  # growth, then the crash
+
+    def test_the_seed_killed_mid_job_and_restarted_rejoins_and_the_job_goes_on(self):
+        # Two restarts: the seed's death may cost one (the survivors' gloo fails first), its
+        # return none (an arrival below MAX).
+        # Three seeds: a round needs a majority of the seed list (docs/protocol.md, "Quorum
+        # base"), so with one seed its death would stop the survivors until it returns.
+        self.args = ["--max-restarts", "2", *self.args[2:]]
+        nodes = self.start_three(all_seeds=True)
+        self.await_step(self.FAULT_STEP)
+        seed = nodes[0]
+        signal_node(seed, signal.SIGKILL)
+        self.cluster.wait([seed.proc], timeout=30)
+        # The survivors go on without it, then it comes back on its port with its command.
+        self.await_step(self.FAULT_STEP + 4, min_restart=1)
+        self.assertEqual(self.checkpoint().get("world"), 2)
+        self.cluster.start_node(seed)
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0, 0], logs)
+        self.check_finished(3, logs, min_restart=2)
 
 
 def pid_alive(pid: int) -> bool:

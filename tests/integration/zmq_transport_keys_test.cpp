@@ -159,6 +159,26 @@ TEST(ZmqTransportKeys, ReceiveSkipsRefusals) {
   EXPECT_EQ(told->refusal->reason, NoticeReason::key_required);
 }
 
+// Keys given to running transports that had none (Store::set_key_file does this): their old
+// connections, without challenges, are closed and new ones carry sealed messages.
+TEST(ZmqTransportKeys, KeysGivenToRunningTransportsTakeEffect) {
+  ZmqTransport alice("127.0.0.1", 0);
+  ZmqTransport bob("127.0.0.1", 0);
+  ASSERT_TRUE(alice.send(loopback(bob), bytes_of("in clear")));
+  auto got = next(bob, {&alice});
+  ASSERT_TRUE(got.has_value() && !got->refusal);
+  const std::string key = Keyring::generate_key_line();
+  alice.set_keyring(Keyring::parse(key, "a"));
+  bob.set_keyring(Keyring::parse(key, "b"));
+  ASSERT_TRUE(alice.send(loopback(bob), bytes_of("sealed now")));
+  std::vector<Received> alice_got;
+  got = next(bob, {&alice}, &alice_got);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->refusal.has_value());
+  EXPECT_EQ(got->bytes, bytes_of("sealed now"));
+  for (const auto& r : alice_got) EXPECT_FALSE(r.refusal.has_value());
+}
+
 // A hand-made connection to a node: ZMTP handshake and our challenge out, the node's
 // handshake and challenge in; then raw frames.
 class RawConnection {
@@ -218,7 +238,7 @@ TEST(ZmqTransportKeys, AReplayedMessageIsRefused) {
   const auto node_challenge = decode_challenge(*challenge);
   ASSERT_TRUE(node_challenge.has_value()) << "the node's first message is its challenge";
 
-  const Bytes sealed = ring->seal(bytes_of("add 1"), *node_challenge, 1);
+  const Bytes sealed = ring->seal(bytes_of("add 1"), *node_challenge, 1, Side::dialler);
   first.send(zmtp_frame(sealed));
   const auto count_messages = [&] {
     return std::count_if(node_got.begin(), node_got.end(),

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <set>
 
@@ -49,18 +52,19 @@ TEST(Keyring, SealedMessageOpensWithTheSameKeyOnly) {
   const auto sender = ring_of({key});
   const auto receiver = ring_of({key});
   const Bytes plain = bytes_of("join me");
-  const Bytes sealed = sender->seal(plain, kReceiver, 1);
+  const Bytes sealed = sender->seal(plain, kReceiver, 1, Side::dialler);
   EXPECT_EQ(sealed.size(), plain.size() + Keyring::kOverhead);
   EXPECT_TRUE(looks_sealed(sealed));
   EXPECT_EQ(std::search(sealed.begin(), sealed.end(), plain.begin(), plain.end()), sealed.end())
       << "the plaintext must not appear in the sealed message";
 
-  const Opened opened = receiver->open(sealed, kReceiver, 0);
+  const Opened opened = receiver->open(sealed, kReceiver, 0, Side::dialler);
   ASSERT_EQ(opened.status, OpenStatus::ok);
   EXPECT_EQ(opened.plain, plain);
   EXPECT_EQ(opened.counter, 1u);
 
-  const Opened stranger = ring_of({Keyring::generate_key_line()})->open(sealed, kReceiver, 0);
+  const Opened stranger =
+      ring_of({Keyring::generate_key_line()})->open(sealed, kReceiver, 0, Side::dialler);
   EXPECT_EQ(stranger.status, OpenStatus::unknown_key);
   EXPECT_EQ(stranger.key_id, sender->primary_id());
   EXPECT_TRUE(stranger.plain.empty());
@@ -69,40 +73,46 @@ TEST(Keyring, SealedMessageOpensWithTheSameKeyOnly) {
 TEST(Keyring, EachSealUsesAFreshNonce) {
   const auto ring = ring_of({Keyring::generate_key_line()});
   std::set<Bytes> seen;
-  for (int i = 0; i < 100; ++i) seen.insert(ring->seal(bytes_of("same"), kReceiver, 1));
+  for (int i = 0; i < 100; ++i)
+    seen.insert(ring->seal(bytes_of("same"), kReceiver, 1, Side::dialler));
   EXPECT_EQ(seen.size(), 100u);
 }
 
 TEST(Keyring, AnyChangedByteIsRefusedAsForged) {
   const auto ring = ring_of({Keyring::generate_key_line()});
-  const Bytes sealed = ring->seal(bytes_of("a vote for round 3"), kReceiver, 7);
+  const Bytes sealed = ring->seal(bytes_of("a vote for round 3"), kReceiver, 7, Side::dialler);
   // Every byte but the magic and the key id: version, counter, nonce, ciphertext and tag.
   for (std::size_t at = 4; at < sealed.size(); ++at) {
     if (at >= 5 && at < 13) continue;  // the key id: changing it names a key we do not hold
     Bytes forged = sealed;
     forged[at] ^= 0x01;
-    EXPECT_EQ(ring->open(forged, kReceiver, 0).status, OpenStatus::forged) << "byte " << at;
+    EXPECT_EQ(ring->open(forged, kReceiver, 0, Side::dialler).status, OpenStatus::forged)
+        << "byte " << at;
   }
   Bytes truncated = sealed;
   truncated.resize(sealed.size() - 1);
-  EXPECT_EQ(ring->open(truncated, kReceiver, 0).status, OpenStatus::forged);
+  EXPECT_EQ(ring->open(truncated, kReceiver, 0, Side::dialler).status, OpenStatus::forged);
   truncated.resize(20);
-  EXPECT_EQ(ring->open(truncated, kReceiver, 0).status, OpenStatus::forged);
+  EXPECT_EQ(ring->open(truncated, kReceiver, 0, Side::dialler).status, OpenStatus::forged);
 }
 
 // A message opens once, on the connection it was sealed for, in the order it was sent.
 TEST(Keyring, AReplayedMessageDoesNotOpen) {
   const auto ring = ring_of({Keyring::generate_key_line()});
-  const Bytes first = ring->seal(bytes_of("add 1"), kReceiver, 1);
-  const Bytes second = ring->seal(bytes_of("add 1"), kReceiver, 2);
-  const Opened opened = ring->open(first, kReceiver, 0);
+  const Bytes first = ring->seal(bytes_of("add 1"), kReceiver, 1, Side::dialler);
+  const Bytes second = ring->seal(bytes_of("add 1"), kReceiver, 2, Side::dialler);
+  const Opened opened = ring->open(first, kReceiver, 0, Side::dialler);
   ASSERT_EQ(opened.status, OpenStatus::ok);
-  EXPECT_EQ(ring->open(first, kReceiver, opened.counter).status, OpenStatus::replayed);
-  const Opened next = ring->open(second, kReceiver, opened.counter);
+  EXPECT_EQ(ring->open(first, kReceiver, opened.counter, Side::dialler).status,
+            OpenStatus::replayed);
+  const Opened next = ring->open(second, kReceiver, opened.counter, Side::dialler);
   ASSERT_EQ(next.status, OpenStatus::ok);
-  EXPECT_EQ(ring->open(first, kReceiver, next.counter).status, OpenStatus::replayed);
+  EXPECT_EQ(ring->open(first, kReceiver, next.counter, Side::dialler).status, OpenStatus::replayed);
+  // Reflected back to its sender (as if from the other side), it is not authentic.
+  EXPECT_EQ(ring->open(second, kReceiver, opened.counter, Side::listener).status,
+            OpenStatus::forged);
   // On another connection (another receiver challenge) it is not authentic at all.
-  EXPECT_EQ(ring->open(first, new_challenge(), 0).status, OpenStatus::forged);
+  EXPECT_EQ(ring->open(first, new_challenge(), 0, Side::dialler).status, OpenStatus::forged);
 }
 
 TEST(Keyring, ChallengesRoundTripAndDiffer) {
@@ -120,8 +130,9 @@ TEST(Keyring, ChallengesRoundTripAndDiffer) {
 
 TEST(Keyring, UnsealedBytesAreNotSealed) {
   const auto ring = ring_of({Keyring::generate_key_line()});
-  EXPECT_EQ(ring->open(bytes_of("GRDV plain gossip"), kReceiver, 0).status, OpenStatus::not_sealed);
-  EXPECT_EQ(ring->open(Bytes{}, kReceiver, 0).status, OpenStatus::not_sealed);
+  EXPECT_EQ(ring->open(bytes_of("GRDV plain gossip"), kReceiver, 0, Side::dialler).status,
+            OpenStatus::not_sealed);
+  EXPECT_EQ(ring->open(Bytes{}, kReceiver, 0, Side::dialler).status, OpenStatus::not_sealed);
   EXPECT_FALSE(looks_sealed(bytes_of("GRD")));
 }
 
@@ -133,7 +144,9 @@ TEST(Keyring, RotationAcceptsEveryKeyAndSealsWithThePrimary) {
   const auto used = ring_of({new_key, old_key});       // new key made primary
   const auto after = ring_of({new_key});               // old key removed
   const auto status = [](const auto& from, const auto& to) {
-    return to->open(from->seal(bytes_of("x"), kReceiver, 1), kReceiver, 0).status;
+    return to
+        ->open(from->seal(bytes_of("x"), kReceiver, 1, Side::dialler), kReceiver, 0, Side::dialler)
+        .status;
   };
   // Every step can read what every neighbouring step sends.
   EXPECT_EQ(status(before, installed), OpenStatus::ok);
@@ -153,6 +166,9 @@ TEST(Keyring, BadKeyFilesAreUsageErrors) {
   EXPECT_EQ(code_of_parse("c2hvcnQ=\n"), ErrorCode::usage);  // base64 of 5 bytes
   const std::string key = Keyring::generate_key_line();
   EXPECT_EQ(code_of_parse(key + "x\n"), ErrorCode::usage);
+  // Longer than a key without padding (64 hex digits are valid base64 of 48 bytes).
+  EXPECT_EQ(code_of_parse(std::string(64, 'a') + "\n"), ErrorCode::usage);
+  EXPECT_EQ(code_of_parse(std::string(43, 'A') + "\n"), ErrorCode::usage);
   EXPECT_EQ(code_of_parse(key + "\n"), ErrorCode::ok);
   try {
     Keyring::parse(key + "\nnonsense\n", "job.key");
@@ -179,6 +195,39 @@ TEST(Keyring, LoadsAKeyFile) {
   const std::string key = Keyring::generate_key_line();
   std::ofstream(path) << "# key id whatever\n" << key << "\n";
   EXPECT_EQ(Keyring::load_file(path)->primary_id(), ring_of({key})->primary_id());
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::transport
+
+namespace gossip_rdzv::transport {
+namespace {
+
+// A keyring made before fork() must not give the child the parent's nonces (the same key and
+// nonce twice leaks the plaintexts and lets anyone forge).
+TEST(Keyring, AForkedChildDrawsItsOwnNonces) {
+  const auto ring = Keyring::parse(Keyring::generate_key_line(), "test");
+  const Challenge receiver = new_challenge();
+  ring->seal(Bytes{1}, receiver, 1, Side::dialler);
+  constexpr std::size_t kNonceAt = 4 + 1 + 8 + 8;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const Bytes sealed = ring->seal(Bytes{2}, receiver, 2, Side::dialler);
+    const auto written = ::write(fds[1], sealed.data() + kNonceAt, 24);
+    ::_exit(written == 24 ? 0 : 1);
+  }
+  const Bytes sealed = ring->seal(Bytes{2}, receiver, 2, Side::dialler);
+  Bytes child_nonce(24);
+  ASSERT_EQ(::read(fds[0], child_nonce.data(), child_nonce.size()), 24);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(child_nonce, Bytes(sealed.begin() + kNonceAt, sealed.begin() + kNonceAt + 24));
 }
 
 }  // namespace
