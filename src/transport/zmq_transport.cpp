@@ -391,7 +391,24 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
     return;  // nothing from a peer that broke the rules
   }
   const std::string peer = connection.peer;
-  for (auto& message : messages) accept(std::move(message), id, peer, connection.channel);
+  for (auto& message : messages) {
+    connection.delivered |= accept(std::move(message), id, peer, connection.channel);
+  }
+  undelivered_bytes_ -= connection.held;
+  connection.held = connection.delivered ? 0 : connection.reader.buffered();
+  undelivered_bytes_ += connection.held;
+  if (undelivered_bytes_ > options_.max_undelivered_bytes) enforce_undelivered_budget();
+}
+
+void ZmqTransport::enforce_undelivered_budget() {
+  while (undelivered_bytes_ > options_.max_undelivered_bytes) {
+    auto largest = inbound_.end();
+    for (auto it = inbound_.begin(); it != inbound_.end(); ++it) {
+      if (largest == inbound_.end() || it->second.held > largest->second.held) largest = it;
+    }
+    if (largest == inbound_.end() || largest->second.held == 0) return;
+    close_inbound(largest->first);
+  }
 }
 
 void ZmqTransport::note_inbound_address(const std::string& id, Inbound& connection,
@@ -411,6 +428,7 @@ void ZmqTransport::note_inbound_address(const std::string& id, Inbound& connecti
 void ZmqTransport::forget_inbound(std::string id) {
   const auto found = inbound_.find(id);
   if (found == inbound_.end()) return;
+  undelivered_bytes_ -= found->second.held;
   if (!found->second.peer.empty()) {
     const auto counted = inbound_per_address_.find(found->second.peer);
     if (counted != inbound_per_address_.end() && --counted->second == 0) {
@@ -458,7 +476,7 @@ void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& 
   }
 }
 
-void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std::string& peer,
+bool ZmqTransport::accept(Bytes message, const std::string& reply_to, const std::string& peer,
                           Channel& channel) {
   if (looks_like_challenge(message)) {
     // The peer holds a key: what we send must be sealed for this challenge.
@@ -470,25 +488,25 @@ void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std:
       // would let our messages be reflected back to us.
       channel.theirs = challenge;
     }
-    return;
+    return false;
   }
   if (looks_like_notice(message)) {
     // A peer dropped one of ours for want of the key. Only a peer we dialled can say so: on
     // a connection into our inbox anyone could, to make this node give up (it is
     // unauthenticated). A malformed notice is dropped too.
-    if (!reply_to.empty()) return;
+    if (!reply_to.empty()) return false;
     if (auto notice = decode_notice(message)) {
       channel.refused = true;
       ready_.push_back(Received{
           {}, reply_to, AuthRefusal{false, notice->reason, peer, notice->refuser_key, {}}});
     }
-    return;
+    return false;
   }
   const auto& ring = options_.keyring;
   if (!ring) {
     if (!looks_sealed(message)) {
       ready_.push_back(Received{std::move(message), reply_to, std::nullopt});
-      return;
+      return true;
     }
     std::optional<KeyId> theirs;
     if (message.size() >= 13) {
@@ -496,7 +514,7 @@ void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std:
       std::copy(message.begin() + 5, message.begin() + 13, theirs->begin());
     }
     refuse(channel, reply_to, peer, NoticeReason::no_key_here, theirs, {});
-    return;
+    return false;
   }
   Opened opened = ring->open(message, channel.ours, channel.received,
                              channel.we_dialled ? Side::listener : Side::dialler);
@@ -504,20 +522,21 @@ void ZmqTransport::accept(Bytes message, const std::string& reply_to, const std:
     case OpenStatus::ok:
       channel.received = opened.counter;
       ready_.push_back(Received{std::move(opened.plain), reply_to, std::nullopt});
-      return;
+      return true;
     case OpenStatus::not_sealed:
       // Kept for the caller to name the claimed sender: its header, not the whole message.
       message.resize(std::min<std::size_t>(message.size(), kUnsealedBytesKept));
       refuse(channel, reply_to, peer, NoticeReason::key_required, std::nullopt, std::move(message));
-      return;
+      return false;
     case OpenStatus::unknown_key:
       refuse(channel, reply_to, peer, NoticeReason::unknown_key, opened.key_id, {});
-      return;
+      return false;
     case OpenStatus::forged:
     case OpenStatus::replayed:
       refuse(channel, reply_to, peer, NoticeReason::forged, opened.key_id, {});
-      return;
+      return false;
   }
+  return false;
 }
 
 void ZmqTransport::refuse(Channel& channel, const std::string& reply_to, const std::string& peer,

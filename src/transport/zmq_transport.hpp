@@ -85,6 +85,10 @@ struct TransportOptions {
   /// Inbound connections from one address held; beyond this its idlest is closed, so one
   /// host flooding connections takes at most this share of max_inbound_connections.
   std::size_t max_inbound_per_address = 512;
+  /// Bytes that inbound connections which have not yet delivered a message (with keys: one
+  /// that opened) may hold together; beyond it the largest is closed. Without it 1024
+  /// strangers could each hold an unfinished frame of max_message_bytes before any check.
+  std::size_t max_undelivered_bytes = std::size_t{64} << 20;
   /// The job's keys: with one, every message is sealed on send and opened on receipt, and
   /// what does not open is dropped and refused (AuthRefusal). Without, messages go in clear
   /// and sealed ones arriving are refused. set_keyring() replaces it (key rotation).
@@ -170,6 +174,8 @@ class ZmqTransport {
     std::list<std::string>::iterator recency;
     std::string peer;  ///< the TCP peer's address, once its first bytes came
     Channel channel;
+    bool delivered = false;  ///< a message came out of it (with keys: one that opened)
+    std::size_t held = 0;    ///< bytes its reader holds, counted while nothing was delivered
   };
 
   void bind(const std::string& listen_host, std::uint16_t listen_port);
@@ -184,8 +190,12 @@ class ZmqTransport {
   void on_outbox_chunk(const std::string& id, const zmq::message_t& data);
   /// Opens (with a keyring) or checks (without) one message of `peer` and queues it, or the
   /// refusal it earns, for receive(); answers an inbound refused message with a notice.
-  void accept(Bytes message, const std::string& reply_to, const std::string& peer,
+  /// Returns whether it queued a message (not a refusal or a challenge).
+  bool accept(Bytes message, const std::string& reply_to, const std::string& peer,
               Channel& channel);
+  /// Closes the inbound connections that have not delivered a message yet, the one holding
+  /// the most bytes first, until they hold at most options.max_undelivered_bytes.
+  void enforce_undelivered_budget();
   /// Whether a message to `target` can go now: its handshake (and challenge) arrived.
   bool can_send(const Destination& target) const;
   /// `bytes` as the frame to send on `channel`: sealed for it when the transport holds keys.
@@ -220,7 +230,8 @@ class ZmqTransport {
   std::unordered_map<std::string, Inbound> inbound_;  ///< inbox connections by routing id
   std::list<std::string> inbound_recency_;  ///< front: the connection heard from most recently
   std::unordered_map<std::string, std::size_t> inbound_per_address_;  ///< by Inbound::peer
-  std::deque<Received> ready_;  ///< parsed from the last chunks read, not yet returned
+  std::size_t undelivered_bytes_ = 0;  ///< Inbound::held over the connections not delivered
+  std::deque<Received> ready_;         ///< parsed from the last chunks read, not yet returned
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

@@ -396,5 +396,31 @@ TEST(ZmqTransportKeys, OneAddressHoldsAtMostItsShareOfConnections) {
   for (const int fd : flood) ::close(fd);
 }
 
+// Connections that never deliver a message hold at most max_undelivered_bytes together: each
+// of these sends half of a 1 MiB frame and stops, and the largest holders are closed.
+TEST(ZmqTransportKeys, UnfinishedFramesOfStrangersStayWithinTheBudget) {
+  TransportOptions options = keyed(new_ring());
+  options.max_undelivered_bytes = std::size_t{1} << 20;  // room for two of them
+  const auto ring = options.keyring;
+  ZmqTransport node("127.0.0.1", 0, options);
+  Bytes first = zmtp_handshake("DEALER");
+  const std::size_t frame = std::size_t{1} << 20;
+  first.push_back(0x02);  // a long frame, not "more"
+  for (int i = 7; i >= 0; --i) first.push_back(static_cast<std::uint8_t>(frame >> (8 * i)));
+  first.resize(first.size() + frame / 2, 0x5a);
+  const std::vector<int> flood = open_raw_connections(node, 8, first);
+  run_until(node, [&] { return closed_by_node(flood) >= 6; });
+  EXPECT_GE(closed_by_node(flood), 6u);
+  EXPECT_LE(node.inbound_connections(), 2u);
+
+  ZmqTransport peer("127.0.0.1", 0, keyed(ring));
+  ASSERT_TRUE(peer.send(loopback(node), bytes_of("still heard")));
+  auto got = next(node, {&peer});
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->refusal.has_value());
+  EXPECT_EQ(got->bytes, bytes_of("still heard"));
+  for (const int fd : flood) ::close(fd);
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::transport
