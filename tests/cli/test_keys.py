@@ -74,6 +74,21 @@ class KeysCommandTest(unittest.TestCase):
         return [line.split() for line in self.ok("keys", "list", "--key-file",
                                                  self.key_file).splitlines()]
 
+    def test_keys_install_reads_the_key_from_stdin_with_a_dash(self):
+        first_id = self.keygen(self.key_file)
+        new_file = self.dir / "new.key"
+        new_id = self.keygen(new_file)
+        result = subprocess.run([self.bin, "keys", "install", "--key-file", str(self.key_file),
+                                 "-"], stdin=open(new_file), env=without_key_variable(),
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(self.listed(), [[first_id, "primary"], [new_id, "secondary"]])
+        empty = subprocess.run([self.bin, "keys", "install", "--key-file", str(self.key_file),
+                                "-"], stdin=subprocess.DEVNULL, env=without_key_variable(),
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(empty.returncode, 2, empty.stderr)
+        self.assertIn("stdin holds no key", empty.stderr)
+
     # ---- keygen --------------------------------------------------------------------------
 
     def test_keygen_writes_one_key_with_mode_0600_and_prints_its_id(self):

@@ -565,8 +565,11 @@ class OutputTest(ClusterTest):
             for local_rank in range(node.nproc):
                 self.assertEqual(node.env(local_rank).get("GOSSIP_RDZV_STORE"), node.endpoint,
                                  f"node{node.index} rank{local_rank}.env")
-            # The env output on stdout carries it too.
-            self.assertIn(f"GOSSIP_RDZV_STORE={node.endpoint}", node.proc.stdout)
+            # The env output on stdout carries it too (printed just after the files are
+            # written: awaited, not assumed).
+            line = f"GOSSIP_RDZV_STORE={node.endpoint}"
+            wait_until(lambda: line in node.proc.stdout, CONVERGE_TIMEOUT,
+                       what=f"node{node.index} to print {line}")
         # That the agents stay up is shown below: the store answers through both of them.
 
         source = Path(os.environ.get("GOSSIP_RDZV_SOURCE_DIR", REPO))

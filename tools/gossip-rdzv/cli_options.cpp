@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -559,8 +560,10 @@ struct Parser {
                                 : kKeysFooter);
     }
     add_keygen_options(*keygen, raw);
-    add_keys_action(*key_actions[0], raw,
-                    "The key to add: base64 of 32 bytes, as\n`gossip-rdzv keygen` prints it");
+    add_keys_action(
+        *key_actions[0], raw,
+        "The key to add: base64 of 32 bytes, as\n`gossip-rdzv keygen` prints it, or - to read "
+        "it\nfrom stdin (a key file's first key), which keeps\nit out of the process list");
     add_keys_action(*key_actions[1], raw, "The key, or its key id (16 hex digits)");
     add_keys_action(*key_actions[2], raw, "The key, or its key id (16 hex digits)");
     add_keys_action(*key_actions[3], raw, nullptr);
@@ -740,6 +743,7 @@ CliOptions build_keygen(const RawOptions& raw) {
 
 // KEY is never quoted back: it may be a secret, nearly right.
 CliOptions build_keys(const RawOptions& raw, KeysAction action) {
+  std::string key_argument = raw.key_argument;  // "-": read from stdin below
   CliOptions options;
   options.command = Command::keys;
   options.keys_action = action;
@@ -750,22 +754,36 @@ CliOptions build_keys(const RawOptions& raw, KeysAction action) {
   }
   options.config.key_file = raw.key_file;
   if (action == KeysAction::list) return options;
-  const std::string key = "KEY (" + std::to_string(raw.key_argument.size()) + " characters)";
+  if (action == KeysAction::install && key_argument == "-") {
+    // A key given on the command line is readable by every user in /proc/PID/cmdline: read
+    // it from stdin instead, as a key file's first key (`keys install --key-file PATH - <
+    // new.key`).
+    std::string line;
+    key_argument.clear();
+    while (key_argument.empty() && std::getline(std::cin, line)) {
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line[first] == '#') continue;
+      const auto last = line.find_last_not_of(" \t\r");
+      key_argument = line.substr(first, last - first + 1);
+    }
+    if (key_argument.empty()) throw UsageError{"KEY '-': stdin holds no key"};
+  }
+  const std::string key = "KEY (" + std::to_string(key_argument.size()) + " characters)";
   const std::string a_key = "base64 of 32 bytes, as `gossip-rdzv keygen` prints it";
-  if (raw.key_argument.empty()) {
+  if (key_argument.empty()) {
     throw UsageError{action == KeysAction::install
                          ? "KEY is required (expected " + a_key + ")"
                          : "KEY is required (expected a key or its key id, 16 hex digits)"};
   }
-  if (action == KeysAction::install && !KeyFile::key_of(raw.key_argument)) {
+  if (action == KeysAction::install && !KeyFile::key_of(key_argument)) {
     throw UsageError{key + " is not a key (expected " + a_key + ")"};
   }
-  if (action != KeysAction::install && !KeyFile::key_of(raw.key_argument) &&
-      !KeyFile::looks_like_id(raw.key_argument)) {
+  if (action != KeysAction::install && !KeyFile::key_of(key_argument) &&
+      !KeyFile::looks_like_id(key_argument)) {
     throw UsageError{key + " is neither a key nor a key id (expected " + a_key +
                      ", or its key id: 16 hex digits, as `gossip-rdzv keys list` prints)"};
   }
-  options.key_argument = raw.key_argument;
+  options.key_argument = key_argument;
   return options;
 }
 
