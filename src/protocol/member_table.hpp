@@ -45,8 +45,8 @@ class MemberTable {
   explicit MemberTable(std::string self_endpoint, std::shared_ptr<InternPool> pool = nullptr);
 
   /// Rows a table holds at most (rows are never removed): rumours of further endpoints are
-  /// ignored, so a stranger's forged joins cannot grow a node's memory without bound (about
-  /// 300 bytes a row). A job's members fit: it is the most a reply can list (kMaxListLength).
+  /// ignored, so a stranger's forged joins cannot grow a node's memory without bound. A
+  /// job's members fit: it is the most a reply can list (kMaxListLength).
   static constexpr std::size_t kMaxRows = 65536;
 
   /// Applies a rumour about another member using SWIM's precedence (newer generation wins;

@@ -766,7 +766,10 @@ CliOptions build_keys(const RawOptions& raw, KeysAction action) {
       const auto last = line.find_last_not_of(" \t\r");
       key_argument = line.substr(first, last - first + 1);
     }
-    if (key_argument.empty()) throw UsageError{"KEY '-': stdin holds no key"};
+    if (key_argument.empty())
+      throw UsageError{
+          "KEY '-': stdin holds no key (give a key file there: keys install --key-file "
+          "PATH - < new.key)"};
   }
   const std::string key = "KEY (" + std::to_string(key_argument.size()) + " characters)";
   const std::string a_key = "base64 of 32 bytes, as `gossip-rdzv keygen` prints it";
