@@ -48,24 +48,27 @@ void write_all(const Context& ctx, int fd, std::string_view data) {
   }
 }
 
-// Writes and fsyncs the temporary file; on error removes it before throwing.
-void write_temp(const Context& ctx, const std::string& tmp, std::string_view contents,
-                unsigned mode) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) fail(ctx, "creating a temporary file in its directory", errno);
+// Creates `file` (O_EXCL, with `flags`), writes and fsyncs it; on error removes it before
+// throwing. Returns false when `file` exists and `exists_ok` says that is no error.
+bool write_new(const Context& ctx, const std::string& file, std::string_view contents,
+               unsigned mode, int flags, const char* creating, bool exists_ok) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | flags, mode);
+  if (fd < 0 && errno == EEXIST && exists_ok) return false;
+  if (fd < 0) fail(ctx, creating, errno);
   try {
     write_all(ctx, fd, contents);
     if (::fsync(fd) != 0) fail(ctx, "flushing to disk", errno);
   } catch (...) {
     ::close(fd);
-    ::unlink(tmp.c_str());
+    ::unlink(file.c_str());
     throw;
   }
   if (::close(fd) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlink(file.c_str());
     fail(ctx, "closing", err);
   }
+  return true;
 }
 
 [[noreturn]] void refuse(const Context& ctx, const std::string& why) {
@@ -137,13 +140,24 @@ void write_file_atomically(const std::string& path, std::string_view contents,
   const fs::path dir = target.parent_path();
   create_parent(ctx, dir);
   const std::string tmp = temp_name(target);
-  write_temp(ctx, tmp, contents, mode);
+  write_new(ctx, tmp, contents, mode, 0, "creating a temporary file in its directory", false);
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
     fail(ctx, "renaming the temporary file into place", err);
   }
   sync_directory(dir);
+}
+
+bool write_new_file(const std::string& path, std::string_view contents, std::string_view what,
+                    std::string_view option, unsigned mode) {
+  const Context ctx{path, what, option};
+  const fs::path file(path);
+  if (path.empty() || !file.has_filename()) fail(ctx, "not a file name", EINVAL);
+  create_parent(ctx, file.parent_path());
+  if (!write_new(ctx, path, contents, mode, O_NOFOLLOW, "creating it", true)) return false;
+  sync_directory(file.parent_path());
+  return true;
 }
 
 void check_output_path(const std::string& path, std::string_view what, std::string_view option) {

@@ -21,6 +21,14 @@ namespace gossip_rdzv::output {
 void write_file_atomically(const std::string& path, std::string_view contents,
                            std::string_view what, std::string_view option, unsigned mode = 0644);
 
+/// Creates `path` as a new file holding `contents`, with `mode` (less the umask), fsynced. It
+/// never opens what already exists or follows a link at `path` (O_EXCL | O_NOFOLLOW), so a
+/// link planted there cannot lead the data elsewhere. Parent directories are created.
+/// Returns false, writing nothing, when something exists at `path`; otherwise throws as
+/// write_file_atomically does, leaving nothing behind.
+bool write_new_file(const std::string& path, std::string_view contents, std::string_view what,
+                    std::string_view option, unsigned mode = 0644);
+
 /// Checks, before any work is done, that write_file_atomically(path, ...) can succeed as far
 /// as can be known without writing: the target is absent or a regular file (through a
 /// symbolic link, as above), and its directory exists or can be created and is writable by

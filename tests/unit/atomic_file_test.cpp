@@ -163,5 +163,36 @@ TEST_F(AtomicFile, CheckCreatesTheDirectoryButNoFile) {
       "creating directory");
 }
 
+TEST_F(AtomicFile, NewFileIsCreatedWithItsModeAndNeverReplacesWhatExists) {
+  const fs::path p = dir_ / "keys" / "job.key";
+  ASSERT_TRUE(write_new_file(p.string(), "secret\n", "key file", "keygen", 0600));
+  EXPECT_EQ(read_file(p), "secret\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_FALSE(write_new_file(p.string(), "other\n", "key file", "keygen", 0600));
+  EXPECT_EQ(read_file(p), "secret\n");
+}
+
+TEST_F(AtomicFile, NewFileDoesNotFollowALinkPlantedAtItsPath) {
+  const fs::path target = dir_ / "elsewhere";
+  const fs::path link = dir_ / "job.key";
+  fs::create_symlink(target, link);  // dangling: O_EXCL alone would create `elsewhere`
+  EXPECT_FALSE(write_new_file(link.string(), "secret\n", "key file", "keygen", 0600));
+  EXPECT_FALSE(fs::exists(target));
+}
+
+TEST_F(AtomicFile, NewFileInAnUnwritablePlaceNamesTheStep) {
+  std::ofstream(dir_ / "plain") << "x";
+  try {
+    write_new_file((dir_ / "plain" / "job.key").string(), "k", "key file", "keygen");
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io_error);
+    EXPECT_NE(std::string(e.what()).find("cannot write key file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("creating directory"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::output

@@ -34,47 +34,11 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-[[noreturn]] void io_failure(const std::string& path, const std::string& step, int error) {
-  throw Error(ErrorCode::io_error, "keygen: cannot write key file '" + path + "': " + step + ": " +
-                                       std::strerror(error) +
-                                       "; check that its directory is writable by this user, or "
-                                       "give another PATH");
-}
-
-void write_all(const std::string& path, int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t written = ::write(fd, data.data(), data.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0) io_failure(path, "writing", errno);
-    data.remove_prefix(static_cast<std::size_t>(written));
-  }
-}
-
-// A new file, never an existing one: O_EXCL, and O_NOFOLLOW so that a link planted at PATH
-// cannot lead the key elsewhere. Nothing is left behind on failure.
+// A new file, never an existing one, and never through a link planted at PATH
+// (output::write_new_file). Nothing is left behind on failure.
 void create_key_file(const std::string& path, std::string_view text) {
-  const auto parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) io_failure(path, "creating directory '" + parent.string() + "'", ec.value());
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kKeyFileMode);
-  if (fd < 0 && errno == EEXIST) {
+  if (!output::write_new_file(path, text, "key file", "keygen", kKeyFileMode)) {
     throw Error(ErrorCode::usage, "keygen: '" + path + "' appeared while it was being created");
-  }
-  if (fd < 0) io_failure(path, "creating it", errno);
-  try {
-    write_all(path, fd, text);
-    if (::fsync(fd) != 0) io_failure(path, "flushing to disk", errno);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(path.c_str());
-    throw;
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(path.c_str());
-    io_failure(path, "closing", error);
   }
 }
 
