@@ -401,34 +401,37 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
 }
 
 void Runtime::handle_key_refusal(Time now, const transport::AuthRefusal& refusal) {
-  std::optional<transport::KeyId> ours;
-  if (const auto& ring = transport_->keyring()) ours = ring->primary_id();
-  protocol::PeerRefused event = key_refusal(refusal, ours);
-  event.peer = printable(event.peer);
   const LogLimiter::Decision decision = key_warnings_.allow(now);
   if (decision.suppressed_before > 0) {
     log_->warn("{} more messages refused for want of the job's key were not logged",
                decision.suppressed_before);
   }
+  // A bounded number of refusals is kept in each direction: the ones we made are strangers'
+  // to trigger and must not crowd out a seed's refusal of us (which only peers we dialled
+  // can send), which decides exit 13.
+  const auto recorded =
+      std::count_if(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
+        return r.reason == protocol::RefuseReason::key_mismatch && r.by_us == refusal.by_us;
+      });
+  const bool room = static_cast<std::size_t>(recorded) < kMaxKeyRefusals;
+  // Past the log budget and the cap (a stranger's flood), nothing is said or kept: do not
+  // decode the refused message's claimed sender.
+  if (!decision.log && !room && !log_->should_log(spdlog::level::debug)) return;
+  std::optional<transport::KeyId> ours;
+  if (const auto& ring = transport_->keyring()) ours = ring->primary_id();
+  protocol::PeerRefused event = key_refusal(refusal, ours);
+  event.peer = printable(event.peer);
   if (decision.log) {
     log_->warn("{}", key_refusal_text(event));
   } else {
     log_->debug("{}", key_refusal_text(event));
   }
-  // The first refusal per peer and direction, and a bounded number in each direction: the
-  // ones we made are strangers' to trigger and must not crowd out a seed's refusal of us
-  // (which only peers we dialled can send), which decides exit 13.
+  // The first refusal per peer and direction.
   const bool known =
       std::any_of(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
         return r.reason == event.reason && r.by_us == event.by_us && r.peer == event.peer;
       });
-  const auto recorded =
-      std::count_if(state_.refusals.begin(), state_.refusals.end(), [&](const auto& r) {
-        return r.reason == protocol::RefuseReason::key_mismatch && r.by_us == event.by_us;
-      });
-  if (!known && static_cast<std::size_t>(recorded) < kMaxKeyRefusals) {
-    state_.refusals.push_back(std::move(event));
-  }
+  if (!known && room) state_.refusals.push_back(std::move(event));
 }
 
 void Runtime::warn_undecodable(Time now, const protocol::DecodeError& error) {

@@ -252,7 +252,10 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
   send_raw(outbox_, routing_id, zmtp_handshake("DEALER"));
   Channel channel;
   channel.we_dialled = true;
-  if (options_.keyring) send_raw(outbox_, routing_id, zmtp_frame(encode_challenge(channel.ours)));
+  if (options_.keyring) {
+    channel.ours = new_challenge();
+    send_raw(outbox_, routing_id, zmtp_frame(encode_challenge(channel.ours)));
+  }
   recency_.push_front(address);
   address_of_[routing_id] = address;
   const auto inserted = destinations_.emplace(
@@ -369,7 +372,10 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
       }
       inbound_recency_.push_front(id);
       Channel channel;
-      if (options_.keyring) send_raw(inbox_, id, zmtp_frame(encode_challenge(channel.ours)));
+      if (options_.keyring) {
+        channel.ours = new_challenge();
+        send_raw(inbox_, id, zmtp_frame(encode_challenge(channel.ours)));
+      }
       inbound_.emplace(id, Inbound{ZmtpReader(static_cast<std::size_t>(options_.max_message_bytes)),
                                    inbound_recency_.begin(),
                                    {},

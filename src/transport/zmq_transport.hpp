@@ -150,7 +150,7 @@ class ZmqTransport {
   /// challenge, sent first, which the peer seals its messages for; theirs, which we seal for;
   /// each direction's counter (keyring.hpp).
   struct Channel {
-    Challenge ours = new_challenge();
+    Challenge ours{};  ///< drawn only with keys: a keyless connection never uses it
     std::optional<Challenge> theirs;
     std::uint64_t sent = 0;      ///< the counter of the last message sealed for the peer
     std::uint64_t received = 0;  ///< the counter of the last message opened from the peer

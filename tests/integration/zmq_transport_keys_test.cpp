@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "support/loopback_socket.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv::transport {
@@ -183,15 +184,8 @@ TEST(ZmqTransportKeys, KeysGivenToRunningTransportsTakeEffect) {
 // handshake and challenge in; then raw frames.
 class RawConnection {
  public:
-  explicit RawConnection(std::uint16_t port) : reader_(1 << 20) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-      throw std::runtime_error("cannot connect");
-    }
+  explicit RawConnection(std::uint16_t port)
+      : fd_(testing_support::connect_loopback(port)), reader_(1 << 20) {
     timeval timeout{0, 50 * 1000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     send(zmtp_handshake("DEALER"));
@@ -310,22 +304,12 @@ TEST(ZmqTransportKeys, RotationInstallUseRemoveLosesNoMessage) {
 // `count` raw TCP connections to `node`, each sending `first_bytes`, while the node's loop
 // accepts (and evicts) them as they come.
 std::vector<int> open_raw_connections(ZmqTransport& node, int count, const Bytes& first_bytes) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(node.bound_port());
   std::vector<int> fds;
   for (int i = 0; i < count; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) throw std::runtime_error("socket failed");
-    fds.push_back(fd);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
-        errno != EINPROGRESS) {
-      throw std::runtime_error("connect failed");
-    }
+    fds.push_back(testing_support::connect_loopback(node.bound_port(), SOCK_NONBLOCK));
     node.receive_from(1ms);
     if (!first_bytes.empty()) {
-      ::send(fd, first_bytes.data(), first_bytes.size(), MSG_NOSIGNAL);
+      ::send(fds.back(), first_bytes.data(), first_bytes.size(), MSG_NOSIGNAL);
     }
   }
   return fds;

@@ -228,15 +228,7 @@ class RawZmtpClient {
  public:
   // Takes over a connected socket (one accepted from the node).
   explicit RawZmtpClient(int connected_fd) : fd_(connected_fd) { set_send_timeout(); }
-  explicit RawZmtpClient(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-      throw std::runtime_error("cannot connect the raw client");
-    }
+  explicit RawZmtpClient(std::uint16_t port) : fd_(testing_support::connect_loopback(port)) {
     set_send_timeout();
   }
   ~RawZmtpClient() { ::close(fd_); }

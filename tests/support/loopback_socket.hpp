@@ -1,5 +1,6 @@
 // A plain TCP socket bound on 127.0.0.1 with an OS-picked port, for tests that need a port
-// held by "another program" (listening) or a port known to refuse (bound only).
+// held by "another program" (listening) or a port known to refuse (bound only); and a raw
+// client socket connected to a loopback port.
 #pragma once
 
 #include <arpa/inet.h>
@@ -7,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 namespace gossip_rdzv::testing_support {
 
@@ -46,6 +49,23 @@ class LoopbackSocket {
 /// A port nobody listens on right now (the OS picked it and we released it).
 inline std::uint16_t free_loopback_port() {
   return LoopbackSocket(LoopbackSocket::Mode::bound_only).port();
+}
+
+/// A TCP socket connected (or, with SOCK_NONBLOCK in `flags`, connecting) to 127.0.0.1:port,
+/// as a raw peer that speaks ZMTP by hand; the caller closes it. Throws when that fails.
+inline int connect_loopback(std::uint16_t port, int flags = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  if (fd < 0) throw std::runtime_error("cannot open a loopback test socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
+      !((flags & SOCK_NONBLOCK) != 0 && errno == EINPROGRESS)) {
+    ::close(fd);
+    throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
+  }
+  return fd;
 }
 
 }  // namespace gossip_rdzv::testing_support
