@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libzmq3-dev libsodium-dev cppzmq-dev libmsgpack-cxx-dev libspdlog-dev libgtest-dev libcli11-dev
-  libgloo-dev python3-torch
+  libgloo-dev python3-torch python3-yaml
   clang libclang-rt-14-dev
   help2man lintian dpkg-dev fakeroot
   nftables iproute2

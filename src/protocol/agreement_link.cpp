@@ -130,7 +130,8 @@ void AgreementLink::check_seed_list(CoreContext& ctx, const Announcement& ann) {
       ErrorCode::usage, "node " + ann.hostname + " (" + ann.endpoint +
                             ") was started with another --seed list than this node (" +
                             seed_list_text(ctx) + "); start every node of run '" + config.run_id +
-                            "' with the same --seed list: it decides which group may agree "
+                            "' with the same --seed list (a seed name must resolve to the same "
+                            "addresses on every node): it decides which group may agree "
                             "(docs/protocol.md, \"Quorum base\")"});
 }
 

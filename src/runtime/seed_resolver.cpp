@@ -1,8 +1,10 @@
 #include "runtime/seed_resolver.hpp"
 
+#include <algorithm>
 #include <future>
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/fmt/ranges.h>
 
 #include "gossip_rdzv/error.hpp"
 #include "protocol/config_text.hpp"
@@ -54,17 +56,29 @@ std::vector<SeedAddress> resolve_seeds(const Config& config, spdlog::logger& log
   std::string first_failure;
   for (const auto& text : config.seeds) {
     const Endpoint given = *parse_seed(text, nullptr);
-    std::string why;
-    const auto ip = resolve_host(given.host, is_ipv6(config.listen_host), &why);
-    if (!ip) {
-      log.warn("seed '{}' does not resolve ({}): skipping it", text, why);
+    const auto resolution = transport::resolve_addresses(given.host);
+    if (resolution.addresses.empty()) {
+      log.warn("seed '{}' does not resolve ({}): skipping it", text, resolution.error);
       if (first_failure.empty()) {
-        first_failure = "seed name '" + given.host + "' does not resolve (getaddrinfo: " + why +
+        first_failure = "seed name '" + given.host +
+                        "' does not resolve (getaddrinfo: " + resolution.error +
                         "): check the spelling, /etc/hosts or DNS";
       }
       continue;
     }
-    resolved.push_back(SeedAddress{text, given, *ip, endpoint_text(*ip, given.port)});
+    // A name with several addresses (a Kubernetes headless Service) stands for one seed each.
+    const auto ips = transport::seed_addresses(resolution.addresses, is_ipv6(config.listen_host));
+    for (const auto& ip : ips) {
+      SeedAddress seed{text, given, ip, endpoint_text(ip, given.port)};
+      const bool known = std::any_of(resolved.begin(), resolved.end(), [&](const SeedAddress& s) {
+        return s.endpoint == seed.endpoint;
+      });
+      if (!known) resolved.push_back(std::move(seed));
+    }
+    if (ips.size() > 1) {
+      log.info("seed '{}' resolves to {} addresses; each is a seed: {}", text, ips.size(),
+               fmt::join(ips, ", "));
+    }
   }
   if (resolved.empty() && !config.seeds.empty()) {
     throw Error(ErrorCode::seed_unresolved, first_failure);

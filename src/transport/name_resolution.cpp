@@ -41,6 +41,18 @@ std::string preferred_address(const std::vector<std::string>& addresses, bool pr
   return found != addresses.end() ? *found : addresses.front();
 }
 
+std::vector<std::string> seed_addresses(const std::vector<std::string>& addresses,
+                                        bool prefer_ipv6) {
+  std::vector<std::string> kept;
+  for (const auto& ip : addresses) {
+    if (is_ipv6(ip) == prefer_ipv6) kept.push_back(ip);
+  }
+  if (kept.empty()) kept = addresses;
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  return kept;
+}
+
 std::optional<std::string> local_hostname() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return std::nullopt;

@@ -22,6 +22,12 @@ Resolution resolve_addresses(const std::string& host);
 /// the first.
 std::string preferred_address(const std::vector<std::string>& addresses, bool prefer_ipv6);
 
+/// The seeds a seed name stands for (docs/cli.md, --seed): each of its addresses of the family
+/// we listen on (each address when it has none of that family), sorted, so that nodes given
+/// the same answer in another order build the same seed list, which is the quorum base.
+std::vector<std::string> seed_addresses(const std::vector<std::string>& addresses,
+                                        bool prefer_ipv6);
+
 /// This machine's host name (gethostname), nullopt when it cannot be read.
 std::optional<std::string> local_hostname();
 

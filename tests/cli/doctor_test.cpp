@@ -298,6 +298,31 @@ TEST(DoctorScriptedTest, ResolvesAAndAaaaAndDialsTheListenFamily) {
   EXPECT_EQ(report.exit_code(), 0);
 }
 
+TEST(DoctorScriptedTest, ANameWithSeveralAddressesIsOneSeedPerAddressAsJoinTakesIt) {
+  ScriptedProbe probe;
+  // A headless Service's name: its answer in any order, with an IPv6 address join leaves out.
+  probe.names["rdzv-seeds"] = {{"10.77.0.3", "fd77::1", "10.77.0.1", "10.77.0.2"}, ""};
+  probe.connects["10.77.0.2"] = {ProbeOutcome::refused, "Connection refused"};
+  const auto report = gossip_rdzv::cli::run_doctor(lan_options({"rdzv-seeds:29400"}), probe);
+  const DoctorItem* resolve = find_item(report, "resolve");
+  ASSERT_NE(resolve, nullptr) << dump(report);
+  EXPECT_NE(resolve->finding.find("join takes each of 10.77.0.1, 10.77.0.2, 10.77.0.3 as a seed"),
+            std::string::npos)
+      << dump(report);
+  std::vector<std::string> reached;
+  for (const auto& item : report.items) {
+    if (item.check == "reach") reached.push_back(item.subject);
+  }
+  EXPECT_EQ(reached, (std::vector<std::string>{"rdzv-seeds:29400 (10.77.0.1)",
+                                               "rdzv-seeds:29400 (10.77.0.2)",
+                                               "rdzv-seeds:29400 (10.77.0.3)"}))
+      << dump(report);
+  // One address of three refuses: join still gets in through the others.
+  EXPECT_EQ(report.exit_code(), 0) << dump(report);
+  EXPECT_NE(dump(report).find("nothing listens on 10.77.0.2:29400"), std::string::npos)
+      << dump(report);
+}
+
 TEST(DoctorScriptedTest, MostFundamentalFailureWins) {
   ScriptedProbe probe;
   probe.ports[29400] = {EADDRINUSE, gossip_rdzv::transport::PortHolder{4242, "python3 x.py"}};

@@ -96,12 +96,16 @@ class Lab:
 
     _counter = 0
 
-    def __init__(self, hosts: int, ipv6: bool = False, prefix: Optional[str] = None):
+    def __init__(self, hosts: int, ipv6: bool = False, prefix: Optional[str] = None,
+                 names: Optional[Dict[str, Sequence[int]]] = None):
+        """`names` adds hosts-file names that stand for several hosts' addresses (a DNS name
+        with several records, as a Kubernetes headless Service), in every namespace."""
         Lab._counter += 1
         # Interface and namespace names stay short: veth names are limited to 15 bytes.
         self.prefix = prefix or f"gr{os.getpid() % 100000}{Lab._counter}"
         self.hosts = hosts
         self.ipv6 = ipv6
+        self.names = dict(names or {})
         self.switch = f"{self.prefix}-sw"
         self.namespaces: List[str] = []
         self.processes: List[Process] = []
@@ -167,6 +171,10 @@ class Lab:
     def _write_hosts_files(self) -> None:
         lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
         lines += [f"{self.address(h)} {self.hostname(h)}" for h in range(self.hosts)]
+        # One line per address: glibc returns every line of a name ("multi on", Debian's
+        # /etc/host.conf), as a DNS server returns every record.
+        lines += [f"{self.address(h)} {name}" for name, hosts in self.names.items()
+                  for h in hosts]
         for host in range(self.hosts):
             directory = NETNS_ETC / self.namespace(host)
             directory.mkdir(parents=True, exist_ok=True)

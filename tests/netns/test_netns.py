@@ -40,10 +40,11 @@ def has_torch() -> bool:
 class NetnsCase(unittest.TestCase):
     hosts = 4
     ipv6 = False
+    names: Dict[str, Sequence[int]] = {}  # hosts-file names with several hosts' addresses
 
     def setUp(self) -> None:
         self.bin = binary()
-        self.lab = Lab(self.hosts, ipv6=self.ipv6)
+        self.lab = Lab(self.hosts, ipv6=self.ipv6, names=self.names)
         self.addCleanup(self.lab.close)
 
     # ---- helpers ----------------------------------------------------------------------------
@@ -276,6 +277,95 @@ class WrongSeedTest(NetnsCase):
         code, report = self.doctor(1, "n0:29400")
         self.assertEqual(code, 6, report)
         self.assertIn("another-job", self.check(report, "handshake")["finding"])
+
+
+class ServiceNameTest(NetnsCase):
+    """Issue 26: one seed name with several addresses, as a Kubernetes headless Service's name
+    resolves to its pods (here a hosts-file name on three lines): each address is a seed."""
+    hosts = 4
+    names = {"rdzv-seeds": (0, 1, 2)}
+
+    def test_every_address_of_the_name_is_a_seed(self) -> None:
+        seed = "rdzv-seeds:29400"
+        addresses = ", ".join(self.lab.address(h) for h in (0, 1, 2))
+        # Before any node runs, doctor checks each address the name stands for.
+        code, report = self.doctor(3, seed)
+        self.assertEqual(code, 4, report)
+        self.assertIn(f"join takes each of {addresses} as a seed",
+                      self.check(report, "resolve")["finding"])
+        reached = sorted(c["subject"] for c in report["checks"] if c["check"] == "reach")
+        self.assertEqual(reached, [f"{seed} ({self.lab.address(h)})" for h in (0, 1, 2)])
+
+        # n0, the name's lowest address, never starts: nodes that dialled only one address
+        # of the name could not rely on it; with each address a seed, n1 and n2 carry the job
+        # (two of the three seeds are a majority of the quorum base).
+        out = Path(self.lab.workdir)
+        nodes = {h: self.join(h, seed, "-v", "--env-file", str(out / f"{h}.env"), nnodes=3)
+                 for h in (1, 2, 3)}
+        for node in nodes.values():
+            self.assertEqual(self.finish(node, 60), 0, node.output())
+            self.assertIn(f"seed '{seed}' resolves to 3 addresses; each is a seed: {addresses}",
+                          node.output())
+        envs = [parse_env_file(out / f"{h}.env") for h in nodes]
+        self.assertEqual({e["WORLD_SIZE"] for e in envs}, {"3"})
+        self.assertEqual(sorted(int(e["RANK"]) for e in envs), [0, 1, 2])
+        self.assertEqual(len({(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs}), 1)
+
+
+class KubernetesExampleTest(NetnsCase):
+    """examples/kubernetes/train.yaml as this rig can run it: its headless Service is a
+    hosts-file name of three seed hosts, its pods are hosts, and each pod runs the manifest's
+    own commands (its init container's wait, the seeds' and the Indexed Job's command lines),
+    with the key file and the training script swapped for this machine's."""
+    hosts = 7
+    names = {"train-seeds": (0, 1, 2)}
+
+    def test_the_manifests_commands_form_the_job(self) -> None:
+        import yaml  # Debian's python3-yaml, beside python3-torch
+        manifest = list(yaml.safe_load_all((HERE.parents[1] / "examples" / "kubernetes" /
+                                            "train.yaml").read_text()))
+
+        def pod(kind: str) -> dict:
+            return next(d for d in manifest if d["kind"] == kind)["spec"]["template"]["spec"]
+
+        service = next(d for d in manifest if d["kind"] == "Service")
+        self.assertTrue(service["spec"]["publishNotReadyAddresses"])
+        key = Path(self.lab.workdir) / "job.key"
+        made = subprocess.run([self.bin, "keygen", str(key)], capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+
+        def here(words: List[str]) -> List[str]:
+            """The manifest's command with this machine's binary, key file and worker."""
+            out = []
+            for word in words:
+                word = self.bin if word == "gossip-rdzv" else word
+                word = word.replace("exec gossip-rdzv ", f"exec {self.bin} ")
+                word = word.replace("/etc/gossip-rdzv/job.key", str(key))
+                word = word.replace("python3 /app/train.py", f"{PYTHON} {HERE / 'gloo_worker.py'}")
+                out.append(word)
+            return out
+
+        # The init container returns once the name lists the three seed hosts.
+        wait = pod("Job")["initContainers"][0]["command"]
+        waited = self.lab.exec(3, ["timeout", "20", *wait], timeout=30)
+        self.assertEqual(waited.returncode, 0, waited.stdout + waited.stderr)
+
+        seed_command = here(pod("StatefulSet")["containers"][0]["command"])
+        seeds = [self.lab.start(h, seed_command, name=f"seed-pod-{h}") for h in (0, 1, 2)]
+        for seed in seeds:
+            wait_until(lambda: "seed listening on" in seed.output() or not seed.running(),
+                       timeout=20, what="a seed pod")
+            self.assertTrue(seed.running(), seed.output())
+        job_command = here(pod("Job")["containers"][0]["command"])
+        self.assertIn(str(key), job_command[-1])
+        self.assertIn(str(HERE / "gloo_worker.py"), job_command[-1])
+        if not has_torch():
+            self.skipTest(f"{PYTHON} has no torch: the job's workers cannot run")
+        pods = [self.lab.start(3 + index, job_command, name=f"train-{index}",
+                               env={"JOB_COMPLETION_INDEX": str(index)}) for index in range(4)]
+        for index, job_pod in enumerate(pods):
+            self.assertEqual(self.finish(job_pod, 180), 0, job_pod.output())
+            self.assertRegex(job_pod.output(), rf"rank {index}/4 on n{3 + index} .*: sum 10 ")
 
 
 class IntruderTest(NetnsCase):

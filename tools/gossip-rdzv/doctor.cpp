@@ -75,7 +75,10 @@ std::string families_text(const std::vector<std::string>& addresses) {
   return join_list(labelled);
 }
 
-void check_resolution(SeedCheck& seed, const DoctorOptions& options, DoctorProbe& probe) {
+/// The seeds `seed` stands for once resolved: itself, or one per address when its name has
+/// several (as join: transport::seed_addresses), each with the address join dials.
+std::vector<SeedCheck> check_resolution(SeedCheck seed, const DoctorOptions& options,
+                                        DoctorProbe& probe) {
   const auto resolution = probe.resolve(seed.given.host);
   if (resolution.addresses.empty()) {
     seed.items.push_back(
@@ -84,16 +87,31 @@ void check_resolution(SeedCheck& seed, const DoctorOptions& options, DoctorProbe
                     "' does not resolve (getaddrinfo: " + resolution.error + ")",
                 "check the spelling, /etc/hosts or DNS (`getent ahosts " + seed.given.host +
                     "`), or give the seed's address, e.g. 10.0.0.5:29400 or [fd00::5]:29400"));
-    return;
+    return {seed};
   }
-  // The address join dials (runtime::resolve_host): the first of the listen family.
-  seed.dial_ip = transport::preferred_address(resolution.addresses, is_ipv6(options.listen_host));
-  const std::string finding = is_numeric(seed.given.host)
-                                  ? seed.given.host + " is an address; nothing to resolve"
-                                  : seed.given.host + " resolves to " +
-                                        families_text(resolution.addresses) + "; join dials " +
-                                        seed.dial_ip;
+  const auto ips = transport::seed_addresses(resolution.addresses, is_ipv6(options.listen_host));
+  if (is_numeric(seed.given.host)) {
+    seed.dial_ip = ips.front();
+    seed.items.push_back(item("resolve", seed.text, Verdict::pass,
+                              seed.given.host + " is an address; nothing to resolve"));
+    return {seed};
+  }
+  const std::string finding =
+      seed.given.host + " resolves to " + families_text(resolution.addresses) +
+      (ips.size() == 1 ? "; join dials " + ips.front()
+                       : "; join takes each of " + join_list(ips) + " as a seed");
   seed.items.push_back(item("resolve", seed.text, Verdict::pass, finding));
+  std::vector<SeedCheck> out;
+  for (const auto& ip : ips) {
+    SeedCheck one = seed;
+    one.dial_ip = ip;
+    if (ips.size() > 1) {
+      one.text = seed.text + " (" + ip + ")";
+      if (!out.empty()) one.items.clear();  // the resolve line once, with the first address
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 bool is_self(const SeedCheck& seed, const DoctorOptions& options, DoctorProbe& probe) {
@@ -187,7 +205,9 @@ void check_handshake(SeedCheck& seed, const DoctorOptions& options, DoctorProbe&
   seed.items.push_back(failure("handshake", seed.text, answer.code, finding, fix));
 }
 
-SeedCheck check_seed(const std::string& text, const DoctorOptions& options, DoctorProbe& probe) {
+/// The seed as given, parsed and resolved: one check per address it stands for.
+std::vector<SeedCheck> resolve_seed(const std::string& text, const DoctorOptions& options,
+                                    DoctorProbe& probe) {
   SeedCheck seed;
   seed.text = text;
   std::string why;
@@ -196,10 +216,14 @@ SeedCheck check_seed(const std::string& text, const DoctorOptions& options, Doct
     seed.items.push_back(failure("resolve", text, ErrorCode::usage,
                                  "'" + text + "' is not HOST:PORT: " + why,
                                  "give --seed as HOST:PORT or [IPv6]:PORT"));
-    return seed;
+    return {seed};
   }
   seed.given = *given;
-  check_resolution(seed, options, probe);
+  return check_resolution(std::move(seed), options, probe);
+}
+
+/// Connects to a resolved seed's address and, when it answers, tries the handshake.
+SeedCheck check_seed(SeedCheck seed, const DoctorOptions& options, DoctorProbe& probe) {
   if (seed.dial_ip.empty()) return seed;
   const auto reach = probe.connect(seed.dial_ip, seed.given.port, options.timeout);
   if (is_self(seed, options, probe)) {
@@ -500,10 +524,15 @@ std::string SystemProbe::hostname() {
 
 DoctorReport run_doctor(const DoctorOptions& options, DoctorProbe& probe) {
   // Seeds are probed in parallel, so a report takes about one timeout, not one per seed.
-  std::vector<std::future<SeedCheck>> pending;
+  std::vector<SeedCheck> resolved;
   for (const auto& text : options.seeds) {
-    pending.push_back(std::async(
-        std::launch::async, [&options, &probe, text] { return check_seed(text, options, probe); }));
+    for (auto& seed : resolve_seed(text, options, probe)) resolved.push_back(std::move(seed));
+  }
+  std::vector<std::future<SeedCheck>> pending;
+  for (auto& seed : resolved) {
+    pending.push_back(std::async(std::launch::async, [&options, &probe, seed]() mutable {
+      return check_seed(std::move(seed), options, probe);
+    }));
   }
   std::vector<SeedCheck> seeds;
   for (auto& future : pending) seeds.push_back(future.get());
