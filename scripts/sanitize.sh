@@ -30,6 +30,8 @@ case "$kind" in
     # or gloo's TCP transport (gloo_mesh_test). Neither library is built with TSan, so their
     # own threads race in every report (docs/hardening.md); ASan+UBSan runs them.
     skip='|store\.test_torch_store|store\.test_bench_store|store\.gloo_mesh_test'
+    # test_python_package and test_python_rounds leave out their torch steps (and say so).
+    export GOSSIP_RDZV_TEST_NO_TORCH=1
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
     ;;
   *)
