@@ -71,6 +71,9 @@ struct MemberSuspected {
 };
 struct MemberDead {
   std::string endpoint;
+  /// It left the job for good (its workers finished, or it failed the job) rather than
+  /// stopped answering: it keeps running, and serving its store keys, until the job ends.
+  bool left = false;
 };
 struct Committed {
   Assignment assignment;

@@ -29,7 +29,7 @@ void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
       ctx.events.push_back(MemberSuspected{rumour.ann.endpoint});
       break;
     case MemberChange::died:
-      ctx.events.push_back(MemberDead{rumour.ann.endpoint});
+      ctx.events.push_back(MemberDead{rumour.ann.endpoint, is_final_death(rumour)});
       break;
     default:
       break;

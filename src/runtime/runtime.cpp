@@ -465,8 +465,14 @@ void Runtime::apply_event(const protocol::Event& event) {
         } else if constexpr (std::is_same_v<E, protocol::MemberSuspected>) {
           log_->debug("member suspected: {}", printable(e.endpoint));
         } else if constexpr (std::is_same_v<E, protocol::MemberDead>) {
-          log_->info("member dead: {}", printable(e.endpoint));
-          if (sidecar_) sidecar_->on_member_dead(e.endpoint);
+          if (e.left) {
+            // Still running until the job ends (wait_job_finished): its store keys stay
+            // readable for nodes whose workers are not done yet.
+            log_->info("member left: {}", printable(e.endpoint));
+          } else {
+            log_->info("member dead: {}", printable(e.endpoint));
+            if (sidecar_) sidecar_->on_member_dead(e.endpoint);
+          }
         } else if constexpr (std::is_same_v<E, protocol::Committed>) {
           const Assignment& a = e.assignment;
           log_->info(

@@ -40,6 +40,27 @@ TEST(FailureDetector, SuspicionTimeoutAssumesAtLeastMinNodes) {
   EXPECT_LT(net.now() - suspected, Time{std::chrono::milliseconds(1700)});
 }
 
+// A member that leaves (its workers finished) is reported dead with `left`, so the runtime
+// keeps reading the store keys it serves until it exits; one that stops answering is not.
+TEST(FailureDetector, ALeaveIsReportedAsLeftAndACrashIsNot) {
+  MiniNet net(3, 3);
+  for (int i = 1; i <= 3; ++i) net.add(i);
+  ASSERT_TRUE(net.run([&] { return net.node(1)->snapshot().members.size() == 3; }, 5s));
+  auto death_of = [&](int id) -> const MemberDead* {
+    for (const auto& event : net.events(1)) {
+      const auto* e = std::get_if<MemberDead>(&event);
+      if (e != nullptr && e->endpoint == MiniNet::endpoint(id)) return e;
+    }
+    return nullptr;
+  };
+  net.node(3)->leave(net.now());
+  ASSERT_TRUE(net.run([&] { return death_of(3) != nullptr; }, 10s));
+  EXPECT_TRUE(death_of(3)->left);
+  net.crash(2);
+  ASSERT_TRUE(net.run([&] { return death_of(2) != nullptr; }, 20s));
+  EXPECT_FALSE(death_of(2)->left);
+}
+
 // Node 1 of a run of 3 (LAN timing: probe 1 s, timeout 500 ms) that knows nodes 2 and 3;
 // node 3 acks every ping, node 2 never answers. Records what node 1 sends node 2.
 struct LonelyProber {
