@@ -12,6 +12,7 @@ A script finds this directory by its own location, so it imports the same way un
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import shlex
@@ -314,3 +315,18 @@ class Processes:
         for proc in self.procs:
             if proc.poll() is None:
                 stop(proc.popen)
+
+
+def elastic_results(test: unittest.TestCase, out: Path, world: int, logs: str) -> List[dict]:
+    """The reports tests/e2e/elastic_worker.py's ranks wrote to `out` at the end of the job:
+    one per rank of a world of `world` (none beyond it), each with that world size, the sum
+    of a full group, and the same restart count."""
+    found = [json.loads((out / f"rank{r}.json").read_text())
+             for r in range(world) if (out / f"rank{r}.json").exists()]
+    test.assertEqual(len(found), world, f"only {len(found)} of {world} ranks finished\n{logs}")
+    test.assertFalse((out / f"rank{world}.json").exists(), f"a rank >= {world}\n{logs}")
+    for result in found:
+        test.assertEqual(result["world_size"], world, logs)
+        test.assertEqual(result["sum"], world * (world + 1) // 2, logs)
+    test.assertEqual(len({r["restart_count"] for r in found}), 1, logs)
+    return found
