@@ -132,7 +132,9 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
   const std::size_t self = my_index(it->second).value_or(size);
   bool grew = bits::merge_within(mine.proposed, claim.proposed, size, self);
   grew = bits::merge_within(mine.ready, claim.ready, size, self) || grew;
-  if (bits::full_within(claim.ready, size)) {
+  // Votes are believable next to a full ready set of ours: the claim's could be full only
+  // through our own ready bit, which we never take from a peer.
+  if (bits::full(mine.ready, size)) {
     grew = bits::merge_within(mine.voted, claim.voted, size, self) || grew;
   }
   grew = merge_witnesses(mine.witnesses, claim.witnesses) || grew;

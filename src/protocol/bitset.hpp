@@ -102,14 +102,6 @@ inline bool full(const Bytes& set, std::size_t members) {
   return count(set) == members;
 }
 
-/// Whether bits 0..members-1 are all set (bits past them do not count).
-inline bool full_within(const Bytes& set, std::size_t members) {
-  if (set.size() < bytes_for(members)) return false;
-  for (std::size_t i = 0; i < members / 8; ++i)
-    if (set[i] != 0xff) return false;
-  return members % 8 == 0 || (set[members / 8] & tail_mask(members)) == tail_mask(members);
-}
-
 inline bool any(const Bytes& set) {
   for (auto byte : set)
     if (byte != 0) return true;

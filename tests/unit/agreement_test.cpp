@@ -158,6 +158,29 @@ TEST(Agreement, AClaimCannotSetOurOwnBitsForUs) {
   b.agreement.check_invariants();
 }
 
+TEST(Agreement, AVoteNeedsAFullReadySetOfOurOwnNotOneThatClaimsOurReadyBit) {
+  // Found by fuzz_core (tests/fuzz/corpus/fuzz_core/regression-ready-bit-claimed-for-us): a
+  // claim on a view b already held, whose ready set was full only through b's own ready bit
+  // (which b had not set and never takes from a peer), brought a's vote in: b then held a
+  // vote next to a ready set that was not full ("a vote without a full ready set").
+  Node a(1), b(2);
+  a.agreement.step(Time{1}, a.table);
+  ViewClaim genuine = a.agreement.claims_to_send()[0];
+  EXPECT_TRUE(b.agreement.merge(genuine));  // b holds the view, without its own ready bit
+  ViewClaim forged = genuine;
+  forged.members.clear();  // by reference: b knows the view
+  forged.ready = {0x07};   // everyone ready, b included
+  forged.voted = {0x01};   // and a's vote
+  b.agreement.merge(forged);
+  std::optional<ViewClaim> known;  // the view as b tells it (the highest it knows)
+  for (const auto& claim : b.agreement.claims_to_send())
+    if (claim.digest == genuine.digest) known = claim;
+  ASSERT_TRUE(known);
+  EXPECT_FALSE(bits::get(known->ready, 1));  // b's ready bit is b's to set
+  EXPECT_EQ(bits::count(known->voted), 0u);  // so the vote is not believable yet
+  b.agreement.check_invariants();
+}
+
 TEST(Agreement, CommitsWithTheAnnouncementOfAMemberThatRestartedSince) {
   Node n[] = {Node(1), Node(2), Node(3)};
   // Gossip every claim to everyone until nothing changes.
