@@ -19,7 +19,10 @@ How torchrun's calls map onto the rounds of a Node:
   It returns the round's store, this node's rank in the round and the number of nodes.
 - num_nodes_waiting(): 1 once the job moved past this node's round (a node arrived below MAX,
   a member died or its workers failed), else 0; torchrun then restarts its workers without
-  spending a restart, as with the c10d backend.
+  spending a restart, as with the c10d backend. torchrun counts restarts per agent, so after a
+  worker failure TORCHELASTIC_RESTART_COUNT can differ between nodes of the same round (an
+  agent whose own workers failed on the broken group spent a restart; one told first that
+  the job moved on did not); `gossip-rdzv join -- CMD` numbers the rounds for every node.
 - is_closed(): set_closed() was called here, or another node ended the job.
 - shutdown(): this node's part of the job is over; the others do not take its exit for a
   crash. torchrun does not tell its handler whether its workers succeeded, so a job whose

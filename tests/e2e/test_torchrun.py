@@ -52,8 +52,11 @@ class TorchrunGossipTest(unittest.TestCase):
                          for p in self.procs.procs)
 
     def results(self, world: int) -> List[dict]:
-        """Every rank's report (testlib.elastic_results)."""
-        return elastic_results(self, self.out, world, self.logs())
+        """Every rank's report (testlib.elastic_results). torchrun counts restarts per agent
+        (TORCHELASTIC_RESTART_COUNT = restarts this agent spent), so after a failure agents
+        may differ: one whose own worker also failed on the broken group spent one, one that
+        saw the job move on first (num_nodes_waiting) did not. With the c10d backend too."""
+        return elastic_results(self, self.out, world, self.logs(), same_restart_count=False)
 
     def test_two_agents_form_a_gloo_job(self):
         self.env.update(GR_STEPS="4")
@@ -73,7 +76,8 @@ class TorchrunGossipTest(unittest.TestCase):
         nodes = [self.launch(i, ports, ports[:1], "2") for i in range(2)]
         self.assertEqual(self.procs.wait(nodes, TIMEOUT), [0, 0], self.logs())
         found = self.results(2)
-        self.assertEqual(found[0]["restart_count"], 1, self.logs())
+        # The failing rank's agent spent the one restart; no agent spent more.
+        self.assertEqual(max(r["restart_count"] for r in found), 1, self.logs())
         self.assertGreater(min(r["resumed_from"] for r in found), 0, self.logs())
 
     def test_the_first_endpoint_host_killed_mid_job_leaves_two_that_finish(self):
