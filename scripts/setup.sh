@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   help2man lintian dpkg-dev fakeroot
   nftables iproute2
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

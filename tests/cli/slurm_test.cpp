@@ -121,6 +121,20 @@ TEST_F(SlurmCommandLine, GivenFlagsWinOverSlurm) {
   EXPECT_EQ(result.options->config.seeds.front(), "gpu07:29400");
 }
 
+// With a range of sizes a node may be missing: SLURM_NODEID 3 as a hint in a round of 3
+// would fail the round for everyone, so the ranks follow the host names instead.
+TEST_F(SlurmCommandLine, ARangeOfSizesTakesNoRankHintFromSlurm) {
+  setenv("SLURM_JOB_NODELIST", "gpu[07-10]", 1);
+  setenv("SLURM_NNODES", "4", 1);
+  setenv("SLURM_NODEID", "3", 1);
+  ParseResult result = parse_command_line({"join", "--seed", "slurm", "--nnodes", "3:4"});
+  ASSERT_TRUE(result.options) << result.text;
+  EXPECT_EQ(result.options->config.node_rank, -1);
+  result = parse_command_line({"join", "--seed", "slurm", "--nnodes", "4:4"});
+  ASSERT_TRUE(result.options) << result.text;
+  EXPECT_EQ(result.options->config.node_rank, 3);
+}
+
 TEST_F(SlurmCommandLine, OutsideAnAllocationIsAUsageError) {
   const ParseResult result = parse_command_line({"join", "--seed", "slurm"});
   EXPECT_FALSE(result.options);

@@ -611,8 +611,16 @@ void check(const std::optional<ConfigProblem>& problem, const RawOptions& raw) {
        problem->problem, problem->expected);
 }
 
+// Whether --nnodes text names one size ("4", "4:4") rather than a range ("2:4").
+bool fixed_size(const std::string& nnodes) {
+  const auto colon = nnodes.find(':');
+  return colon == std::string::npos || nnodes.substr(0, colon) == nnodes.substr(colon + 1);
+}
+
 // --seed slurm (slurm.hpp): the allocation's first hosts at this node's --listen port, and
-// --nnodes / --node-rank from Slurm unless given.
+// --nnodes / --node-rank from Slurm unless given. SLURM_NODEID becomes the rank hint only
+// for a job of one size: with a range (--nnodes 2:4) a node may be missing, and the hint of
+// a node numbered beyond the nodes present would fail the round (exit 8) for everyone.
 RawOptions with_slurm_job(const RawOptions& given) {
   if (given.seeds != std::vector<std::string>{std::string(kSlurmSeed)}) return given;
   RawOptions raw = given;
@@ -627,7 +635,9 @@ RawOptions with_slurm_job(const RawOptions& given) {
         slurm_job([](const char* name) { return std::getenv(name); }, listen.listen_port);
     raw.seeds = job.seeds;
     if (raw.nnodes.empty()) raw.nnodes = job.nnodes;
-    if (raw.node_rank.empty() && job.node_rank) raw.node_rank = *job.node_rank;
+    if (raw.node_rank.empty() && job.node_rank && fixed_size(raw.nnodes)) {
+      raw.node_rank = *job.node_rank;
+    }
   } catch (const std::invalid_argument& error) {
     throw UsageError{error.what()};
   }
