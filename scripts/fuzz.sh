@@ -12,7 +12,8 @@ targets=(fuzz_gossip_codec fuzz_store_codec fuzz_core)
 dir=build-fuzz
 
 CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DGOSSIP_RDZV_FUZZ=ON \
-  -DGOSSIP_RDZV_BUILD_TESTS=OFF -DGOSSIP_RDZV_WERROR=ON >/dev/null
+  -DGOSSIP_RDZV_BUILD_TESTS=OFF -DGOSSIP_RDZV_WERROR=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
 cmake --build "$dir" -j2 --target "${targets[@]}" fuzz_corpus_gen
 
 if [[ "${1:-}" == "--corpus" ]]; then
