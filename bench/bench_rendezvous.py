@@ -154,6 +154,9 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
             if all(p.poll() is not None for p in procs):
                 break
             time.sleep(0.002)
+        # The last `join` can write its file between the loop's file check and its exit
+        # check: look again before calling a file missing.
+        pending = {i for i in pending if not env_files[i].exists()}
         if t_files is None and not pending:
             t_files = time.monotonic()
         orphans = reap_orphans(deadline) if all(p.poll() is not None for p in procs) else []

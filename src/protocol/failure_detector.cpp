@@ -18,8 +18,11 @@ void FailureDetector::start(CoreContext& ctx, Time now) {
 void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
                                          const MemberRecord& rumour) {
   if (change == MemberChange::none) return;
+  // A new member is news for the periodic push, not a reason to push at once: in a join
+  // storm every node learns a row every few milliseconds and would push each time (the
+  // agreement pushes at once what the rendezvous waits for: the claims).
   ctx.table.enqueue(rumour.ann.endpoint, ctx.retransmits());
-  ctx.dirty = true;
+  if (change != MemberChange::joined) ctx.dirty = true;
   switch (change) {
     case MemberChange::joined:
     case MemberChange::restarted:

@@ -73,15 +73,16 @@ struct LonelyProber {
   std::vector<Time> suspected_2, dead_2;
   Time now{0};
 
-  static CoreConfig config() {
+  static CoreConfig config(std::uint32_t suspicion_mult) {
     CoreConfig c;
+    c.timing.suspicion_mult = suspicion_mult;
     c.self = announcement(1, 3);
     c.run_id = "run";
     c.seeds = {MiniNet::endpoint(2)};
     c.min_nodes = c.max_nodes = 3;
     return c;
   }
-  LonelyProber() : core(config()) {
+  explicit LonelyProber(std::uint32_t suspicion_mult = 4) : core(config(suspicion_mult)) {
     core.start(now);
     core.on_message(now, envelope_from(2, JoinReply{{MemberRecord{announcement(2, 3), 0, {}},
                                                      MemberRecord{announcement(3, 3), 0, {}}},
@@ -135,10 +136,12 @@ TEST(FailureDetector, SuspectsOnlyAfterProbeRoundsUnansweredInARow) {
 }
 
 // Lifeguard's buddy system: every ping to a member we suspect tells it so, long after the
-// rumour left our piggyback queue, so a live member refutes as soon as we probe it.
+// rumour left our piggyback queue, so a live member refutes as soon as we probe it. Probe
+// targets are drawn at random: a 20 s suspicion makes it all but certain (all but 21 in 2^20
+// draws) that node 2 is probed at least twice while suspected.
 TEST(FailureDetector, PingToASuspectCarriesTheSuspicion) {
-  LonelyProber node;
-  node.run_until(Time{std::chrono::seconds(30)});
+  LonelyProber node(20);
+  node.run_until(Time{std::chrono::seconds(60)});
   ASSERT_FALSE(node.suspected_2.empty());
   ASSERT_FALSE(node.dead_2.empty());
   std::set<std::uint64_t> seen;
