@@ -367,6 +367,10 @@ bool Core::left() const {
   return impl_->ctx.left;
 }
 
+std::uint32_t Core::local_health() const {
+  return impl_->ctx.local_health;
+}
+
 bool Core::job_finished() const {
   return protocol::job_finished(impl_->ctx);
 }

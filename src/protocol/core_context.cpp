@@ -77,8 +77,11 @@ Time CoreContext::suspicion_timeout() const {
   // N is at least --nnodes MIN: a node that joined late knows few members yet, and with
   // the timeout of a small cluster it declared live members dead, for everyone, before
   // their refutation reached it (docs/protocol.md, "Suspicion").
-  return as_time(
-      config.timing.suspicion_timeout(std::max<std::size_t>(cluster_size(), config.min_nodes)));
+  // A node that is itself slow (local_health) cannot tell a slow peer from a dead one, and
+  // the peer's refutation may be among the messages it has not read yet: it waits longer.
+  return as_time(config.timing.suspicion_timeout(
+             std::max<std::size_t>(cluster_size(), config.min_nodes))) *
+         (local_health + 1);
 }
 
 std::vector<ViewClaim> CoreContext::views(const std::string& peer) const {

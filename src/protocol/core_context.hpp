@@ -58,6 +58,9 @@ struct CoreContext {
   /// News to push before the next gossip period (Dissemination::tick): a membership change,
   /// new agreement bits.
   bool dirty = false;
+  /// Lifeguard's local health, 0 when healthy: probing and the suspicions we start or learn
+  /// run this many times + 1 slower (FailureDetector).
+  std::uint32_t local_health = 0;
 
   /// Left the job (Core::leave): our row says so, and it never changes again.
   bool left = false;

@@ -12,7 +12,19 @@ constexpr std::size_t kMaxRelays = 1024;  // PingReq relays in flight; more are 
 }  // namespace
 
 void FailureDetector::start(CoreContext& ctx, Time now) {
-  next_probe_at_ = now + as_time(ctx.config.timing.probe_interval);
+  next_probe_at_ = now + probe_interval(ctx);
+}
+
+Time FailureDetector::probe_interval(const CoreContext& ctx) {
+  return as_time(ctx.config.timing.probe_interval) * (ctx.local_health + 1);
+}
+
+Time FailureDetector::probe_timeout(const CoreContext& ctx) {
+  return as_time(ctx.config.timing.probe_timeout) * (ctx.local_health + 1);
+}
+
+Time FailureDetector::late_by(const CoreContext& ctx) {
+  return as_time(ctx.config.timing.probe_timeout) / 2;
 }
 
 void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
@@ -44,6 +56,7 @@ void FailureDetector::refute(CoreContext& ctx, const MemberRecord& rumour) {
   // Having left we stay gone; nothing refutes a leave (final incarnations are the highest).
   if (ctx.left || is_final_incarnation(rumour.incarnation)) return;
   if (rumour.status == MemberStatus::alive || rumour.incarnation < ctx.incarnation) return;
+  worse(ctx);  // suspected by others: most often we were too slow to answer (Lifeguard)
   ctx.incarnation = rumour.incarnation + 1;
   ctx.table.set_self(ctx.self_record());
   ctx.table.enqueue(ctx.config.self.endpoint, ctx.retransmits());
@@ -69,7 +82,17 @@ void FailureDetector::suspect(CoreContext& ctx, const std::string& endpoint, Tim
 
 void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachability) {
   const Timing& timing = ctx.config.timing;
-  if (probe_ && !probe_->indirect_sent && now >= probe_->sent_at + as_time(timing.probe_timeout)) {
+  if (probe_ && !probe_->indirect_sent && !probe_->given_more_time &&
+      now >= probe_->sent_at + probe_timeout(ctx) &&
+      now - (probe_->sent_at + probe_timeout(ctx)) > late_by(ctx)) {
+    // We come to this timeout late: we were not running, and the ack may be waiting unread.
+    // Another (longer) timeout from now, not a failure of the target; once per probe, so
+    // that a node that is always late still finds a dead member.
+    worse(ctx);
+    probe_->sent_at = now;
+    probe_->given_more_time = true;
+  }
+  if (probe_ && !probe_->indirect_sent && now >= probe_->sent_at + probe_timeout(ctx)) {
     probe_->indirect_sent = true;
     reachability.note_unanswered_probe(ctx, probe_->target, now);
     // A second direct ping next to the indirect ones (memberlist pings over TCP here): one
@@ -86,7 +109,14 @@ void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachabilit
     }
   }
   if (now < next_probe_at_) return;
-  next_probe_at_ = now + as_time(timing.probe_interval);
+  if (now - next_probe_at_ > late_by(ctx)) worse(ctx);
+  if (probe_ && probe_->given_more_time && !probe_->indirect_sent &&
+      probe_->sent_at + probe_interval(ctx) > now) {
+    // Its timeout was re-armed because we were late: its period runs from there.
+    next_probe_at_ = probe_->sent_at + probe_interval(ctx);
+    return;
+  }
+  next_probe_at_ = now + probe_interval(ctx);
   // Neither direct nor indirect ack in a period: probe the same member again, and suspect
   // it only after `probe_rounds` such periods in a row.
   std::optional<Probe> unanswered = std::move(probe_);
@@ -141,8 +171,7 @@ void FailureDetector::tick_relays(Time now) {
 Time FailureDetector::next_wakeup(const CoreContext& ctx, bool probing) const {
   Time next = kNever;
   if (probing) next = std::min(next, next_probe_at_);
-  if (probe_ && !probe_->indirect_sent)
-    next = std::min(next, probe_->sent_at + as_time(ctx.config.timing.probe_timeout));
+  if (probe_ && !probe_->indirect_sent) next = std::min(next, probe_->sent_at + probe_timeout(ctx));
   if (auto deadline = ctx.table.earliest_suspect_deadline()) next = std::min(next, *deadline);
   return next;
 }
@@ -157,7 +186,10 @@ void FailureDetector::answer_ping(CoreContext& ctx, const Envelope& env, const P
 
 void FailureDetector::on_ack(CoreContext& ctx, const Ack& ack) {
   // Direct or relayed by a PingReq helper: the sequence number alone identifies the probe.
-  if (probe_ && probe_->seq == ack.seq) probe_.reset();
+  if (probe_ && probe_->seq == ack.seq) {
+    probe_.reset();
+    better(ctx);
+  }
   auto relay = relays_.find(ack.seq);
   if (relay != relays_.end()) {
     Ack forwarded;

@@ -2,8 +2,18 @@
 // probe_timeout ping it again and ask a few others to ping it (PingReq); after probe_rounds
 // unanswered periods suspect it, and declare it dead when the suspicion times out unrefuted.
 // A rumour that suspects or buries us is refuted with a higher incarnation.
+//
+// Lifeguard's local health: a node that is itself slow (a host whose CPU is busy, a process
+// that waits seconds to run) misses its own deadlines and would blame members that answered
+// in time. A tick that comes well after the time we asked for, and a rumour that suspects us,
+// make our health worse; an ack to our probe makes it better. Our probe interval and
+// timeout, and the suspicions we start or learn, are multiplied by health + 1 (memberlist's
+// awareness, at most kMaxHealth + 1; CoreContext::suspicion_timeout), and
+// a probe whose timeout we only looked at late is given another timeout instead of being
+// counted as unanswered: its ack may be among the messages we had no CPU to read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +45,10 @@ class FailureDetector {
   /// When tick or tick_suspicions next has work; `probing`: joined and not quiet.
   Time next_wakeup(const CoreContext& ctx, bool probing) const;
 
+  /// Local health (CoreContext::local_health) is at most this: memberlist's
+  /// AwarenessMaxMultiplier less one.
+  static constexpr std::uint32_t kMaxHealth = 7;
+
   /// Spreads a membership change the table just made and reports it as an event.
   void note_member_change(CoreContext& ctx, MemberChange change, const MemberRecord& rumour);
   /// SWIM: someone suspects or buried us; outbid the rumour with a higher incarnation.
@@ -48,6 +62,14 @@ class FailureDetector {
 
  private:
   void suspect(CoreContext& ctx, const std::string& endpoint, Time now);
+  static Time probe_interval(const CoreContext& ctx);
+  static Time probe_timeout(const CoreContext& ctx);
+  /// Ran this much after a deadline of ours: we were not running (probe_timeout / 2).
+  static Time late_by(const CoreContext& ctx);
+  static void worse(CoreContext& ctx) {
+    ctx.local_health = std::min(ctx.local_health + 1, kMaxHealth);
+  }
+  static void better(CoreContext& ctx) { ctx.local_health -= ctx.local_health == 0 ? 0 : 1; }
   /// Lifeguard's buddy system: a ping to a member we suspect carries that suspicion.
   static void tell_suspect(const CoreContext& ctx, const std::string& target,
                            std::vector<MemberRecord>& updates);
@@ -58,6 +80,7 @@ class FailureDetector {
     Time sent_at;
     bool indirect_sent;
     std::uint32_t round;  ///< 1 for the first period of this target; see Timing::probe_rounds
+    bool given_more_time = false;  ///< its timeout was re-armed once because we were late
   };
   struct Relay {
     std::string requester;

@@ -71,6 +71,7 @@ struct LonelyProber {
   Core core;
   std::vector<PingSent> pings_to_2;
   std::vector<Time> suspected_2, dead_2;
+  std::vector<std::uint32_t> health_at_suspicion;
   Time now{0};
 
   static CoreConfig config(std::uint32_t suspicion_mult) {
@@ -98,8 +99,10 @@ struct LonelyProber {
     }
     while (auto event = core.poll_event()) {
       if (const auto* s = std::get_if<MemberSuspected>(&*event);
-          s && s->endpoint == MiniNet::endpoint(2))
+          s && s->endpoint == MiniNet::endpoint(2)) {
         suspected_2.push_back(now);
+        health_at_suspicion.push_back(core.local_health());
+      }
       if (const auto* d = std::get_if<MemberDead>(&*event);
           d && d->endpoint == MiniNet::endpoint(2))
         dead_2.push_back(now);
@@ -108,6 +111,17 @@ struct LonelyProber {
   void run_until(Time end) {
     run_core_until(core, now, end, [this] { drain(); });
   }
+  /// As run_until, with every tick `late` after the time the core asked for: a node that
+  /// waits for a CPU (an overloaded host).
+  void run_late_until(Time end, Time late) {
+    while (now < end) {
+      now = std::max(now + Time{1}, core.next_wakeup() + late);
+      core.on_tick(now);
+      drain();
+      max_health = std::max(max_health, core.local_health());
+    }
+  }
+  std::uint32_t max_health = 0;
 };
 
 // SWIM suspects after one unanswered period; at 30% loss that is 22% of the probes of a live
@@ -157,6 +171,69 @@ TEST(FailureDetector, PingToASuspectCarriesTheSuspicion) {
     ++told;
   }
   EXPECT_GE(told, 2u);
+}
+
+// Lifeguard's local health. A node that comes to its own probe timeout long after it was
+// due (it was not running) gives the probe another timeout instead of counting it against
+// the target: the ack may be waiting unread. Compared with a node that looks in time.
+TEST(FailureDetector, ALateLookAtAProbeTimeoutGivesItMoreTime) {
+  for (const bool late : {false, true}) {
+    LonelyProber node;
+    // On time until the first ping to node 2 (which never answers by itself) is out.
+    while (node.pings_to_2.empty()) node.run_until(node.now + Time{1000});
+    const LonelyProber::PingSent first = node.pings_to_2.front();
+    const Time timeout{500ms};
+    node.now = first.at + timeout + (late ? Time{600ms} : Time{0});
+    node.core.on_tick(node.now);
+    node.drain();
+    if (!late) {
+      EXPECT_EQ(node.pings_to_2.size(), 2u) << "in time: the retry and the indirect probes";
+      EXPECT_EQ(node.core.local_health(), 0u);
+      continue;
+    }
+    EXPECT_EQ(node.pings_to_2.size(), 1u) << "late: no retry yet, the probe got more time";
+    EXPECT_EQ(node.core.local_health(), 1u);
+    node.core.on_message(node.now, envelope_from(2, Ack{first.ping.seq}));  // the unread ack
+    EXPECT_EQ(node.core.local_health(), 0u) << "an ack to our probe makes us healthier";
+    node.run_until(node.now + Time{3s});
+    EXPECT_TRUE(node.suspected_2.empty());
+  }
+}
+
+// A node that is always late (every tick 600 ms after its time; LAN probe timeout 500 ms)
+// probes more slowly, up to (kMaxHealth + 1) times, gives its suspects as many times their
+// 4 s, and still finds the member that never answers: each probe gets more time once, not
+// forever.
+TEST(FailureDetector, ANodeThatIsAlwaysLateProbesMoreSlowlyAndStillBuriesADeadMember) {
+  LonelyProber node;
+  node.run_late_until(Time{std::chrono::seconds(180)}, Time{600ms});
+  ASSERT_FALSE(node.dead_2.empty()) << "node 2 never answers";
+  EXPECT_GE(node.max_health, 2u);
+  EXPECT_LE(node.max_health, FailureDetector::kMaxHealth);
+  Time widest{0};
+  for (std::size_t i = 1; i < node.pings_to_2.size(); ++i)
+    widest = std::max(widest, node.pings_to_2[i].at - node.pings_to_2[i - 1].at);
+  EXPECT_GE(widest, Time{2s}) << "probes to node 2 spread out as health grows";
+  ASSERT_GE(node.health_at_suspicion.front(), 1u);
+  EXPECT_GE(node.dead_2.front() - node.suspected_2.front(),
+            Time{4s} * (node.health_at_suspicion.front() + 1));
+}
+
+// Being suspected by others is evidence that we are slow (Lifeguard): refuting makes our
+// health worse, and acks to our probes make it good again.
+TEST(FailureDetector, RefutingASuspicionOfOurselvesSlowsProbingUntilAcksCome) {
+  LonelyProber node;
+  Gossip rumour;
+  rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::suspect});
+  node.core.on_message(node.now, envelope_from(3, std::move(rumour)));
+  EXPECT_EQ(node.core.local_health(), 1u);
+  // Node 3 acks every ping; pings to node 2 go unanswered, which says nothing about us.
+  std::optional<Time> healthy_at;
+  for (int step = 0; step < 40 && !healthy_at; ++step) {
+    node.run_until(node.now + Time{500ms});
+    if (node.core.local_health() == 0) healthy_at = node.now;
+  }
+  ASSERT_TRUE(healthy_at.has_value()) << "no ack from node 3 within 20 s";
 }
 
 // A dedicated seed probes the members it introduced like a member would: members that stay
