@@ -17,7 +17,8 @@ from typing import Dict, List
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
 from cluster import Cluster, check_consistent  # noqa: E402
-from testlib import elastic_results, free_ports, temp_dir, wait_until  # noqa: E402
+from testlib import (await_checkpoint, elastic_results, free_ports,  # noqa: E402
+                     read_checkpoint, temp_dir, wait_until)
 
 PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch
 WORKER = str(HERE / "worker.py")
@@ -180,20 +181,13 @@ class ElasticFaultTest(TorchJobTest):
         self.args = ["--max-restarts", "1", "--", PYTHON, ELASTIC_WORKER]
 
     def checkpoint(self) -> dict:
-        try:
-            return json.loads((self.out / "checkpoint.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_checkpoint(self.out / "checkpoint.json")
 
     def await_step(self, step: int, min_restart: int = 0, timeout: float = TORCH_TIMEOUT) -> None:
         """Waits until the job saved `step` in round `min_restart` or later."""
-        def reached() -> bool:
-            if all(n.proc.poll() is not None for n in self.cluster.nodes):
-                self.fail(f"every node exited\n{self.cluster.logs()}")
-            c = self.checkpoint()
-            return c.get("restart", -1) >= min_restart and c.get("step", 0) >= step
-        wait_until(reached, timeout, f"step {step} of a round >= {min_restart} "
-                   f"(checkpoint: {self.checkpoint()})\n{self.cluster.logs()}", interval=0.05)
+        await_checkpoint(self.out / "checkpoint.json", step, min_restart, timeout,
+                         self.cluster.logs, running=lambda: any(
+                             n.proc.poll() is None for n in self.cluster.nodes))
 
     def check_finished(self, world: int, logs: str, min_restart: int = 1) -> List[dict]:
         """Every rank of the last round reported: world size `world`, resumed from a checkpoint

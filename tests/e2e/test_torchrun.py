@@ -94,7 +94,8 @@ class TorchrunGossipTest(unittest.TestCase):
                 return json.loads((self.out / "checkpoint.json").read_text())["step"]
             except (OSError, ValueError, KeyError):
                 return 0
-        wait_until(lambda: saved_step() >= 4, TIMEOUT, f"step 4 saved\n{self.logs()}", 0.05)
+        wait_until(lambda: saved_step() >= 4, TIMEOUT, lambda: f"step 4 saved\n{self.logs()}",
+                   0.05)
         signal_group(nodes[0].popen.pid, signal.SIGKILL)
         self.assertEqual(self.procs.wait(nodes[1:], TIMEOUT), [0, 0], self.logs())
         self.assertEqual(nodes[0].poll(), -signal.SIGKILL, self.logs())

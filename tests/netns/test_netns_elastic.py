@@ -8,7 +8,6 @@ Needs root; run with /usr/bin/python3 (Debian's python3-torch) -m unittest.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import unittest
@@ -18,7 +17,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "support")]
 from netns import Lab, missing_requirements  # noqa: E402
 from test_netns import has_torch  # noqa: E402
-from testlib import binary, elastic_results, wait_until  # noqa: E402
+from testlib import (assert_one_round_at_a_time, await_checkpoint, binary,  # noqa: E402
+                     elastic_results, read_checkpoint, wait_until)
 
 PYTHON = os.environ.get("GR_TEST_PYTHON", "/usr/bin/python3")
 ELASTIC_WORKER = HERE.parent / "e2e" / "elastic_worker.py"
@@ -41,17 +41,10 @@ class CutOffTest(unittest.TestCase):
         self.out.mkdir()
 
     def checkpoint(self) -> dict:
-        try:
-            return json.loads((self.out / "checkpoint.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_checkpoint(self.out / "checkpoint.json")
 
     def await_step(self, step: int, min_restart: int, logs) -> None:
-        def reached() -> bool:
-            c = self.checkpoint()
-            return c.get("restart", -1) >= min_restart and c.get("step", 0) >= step
-        wait_until(reached, TIMEOUT, f"step {step} of a round >= {min_restart} "
-                   f"(checkpoint: {self.checkpoint()})\n{logs()}", interval=0.1)
+        await_checkpoint(self.out / "checkpoint.json", step, min_restart, TIMEOUT, logs, 0.1)
 
     def test_a_host_cut_off_mid_job_is_left_out_then_rejoins_when_the_cut_heals(self) -> None:
         env = {"GR_E2E_OUT": str(self.out), "GR_STEPS": str(self.STEPS),
@@ -76,7 +69,8 @@ class CutOffTest(unittest.TestCase):
         # Back on the LAN below MAX: the job moves to a round that holds n2 again.
         wait_until(lambda: self.checkpoint().get("world") == 3 and
                    self.checkpoint().get("restart", 0) >= 2, TIMEOUT,
-                   f"a round of three after the heal (checkpoint {self.checkpoint()})\n{logs()}",
+                   lambda: f"a round of three after the heal (checkpoint {self.checkpoint()})\n"
+                   f"{logs()}",
                    interval=0.1)
         codes = [n.wait(TIMEOUT) for n in nodes]
         self.assertEqual(codes, [0, 0, 0], logs())
@@ -88,26 +82,7 @@ class CutOffTest(unittest.TestCase):
         # restart used: a membership change).
         self.assertIn("stopped this node's workers of round 0 (no restart used)",
                       nodes[2].output(), logs())
-        self.assertNoWorkersOfTwoRoundsAtOnce()
-
-    def assertNoWorkersOfTwoRoundsAtOnce(self) -> None:
-        """From the workers' journal: on each host (agent pid), a worker of a later round
-        starts only after every worker of an earlier round under that agent ended or was
-        stopped (a stopped worker writes no `end`: its round's last start is then bounded by
-        the next round's first start, which is all the journal can tell)."""
-        runs: dict = {}
-        for line in (self.out / "journal").read_text().splitlines():
-            event, restart, _rank, _pid, agent, when = line.split()
-            runs.setdefault(agent, []).append((float(when), event, int(restart)))
-        for agent, events in runs.items():
-            events.sort()
-            latest = -1
-            for _, event, restart in events:
-                if event == "start":
-                    self.assertGreaterEqual(restart, latest,
-                                            f"agent {agent} started a worker of round {restart} "
-                                            f"after one of round {latest}: {events}")
-                    latest = restart
+        assert_one_round_at_a_time(self, self.out / "journal")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import time
 import unittest
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 REPO = Path(__file__).resolve().parents[2]
 # Build trees searched, in order, when the variable naming a tool is not set.
@@ -106,16 +106,62 @@ def free_port() -> int:
 
 # ---- waiting and files ---------------------------------------------------------------------
 
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str = "condition",
-               interval: float = 0.02) -> None:
-    """Polls `predicate` until it holds; raises TimeoutError naming `what` after `timeout` s."""
+def wait_until(predicate: Callable[[], bool], timeout: float,
+               what: Union[str, Callable[[], str]] = "condition", interval: float = 0.02) -> None:
+    """Polls `predicate` until it holds; raises TimeoutError naming `what` after `timeout` s.
+    `what` may be a function: it is called only at the timeout, so a message that shows logs
+    or state shows them as they were then, not as they were when the wait began."""
     deadline = time.monotonic() + timeout
     while True:
         if predicate():
             return
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}")
+            text = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {text}")
         time.sleep(interval)
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The elastic workers' checkpoint (tests/e2e/elastic_worker.py), {} until one is saved."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def await_checkpoint(path: Path, step: int, min_restart: int, timeout: float,
+                     logs: Callable[[], str], interval: float = 0.05,
+                     running: Optional[Callable[[], bool]] = None) -> None:
+    """Waits until the checkpoint at `path` holds `step` or later, saved in round
+    `min_restart` or later; the timeout names the checkpoint and `logs()` as they were then.
+    Fails at once (AssertionError, as TestCase.fail) when `running()` says the job is gone."""
+    def reached() -> bool:
+        if running is not None and not running():
+            raise AssertionError(f"every node exited\n{logs()}")
+        c = read_checkpoint(path)
+        return c.get("restart", -1) >= min_restart and c.get("step", 0) >= step
+    wait_until(reached, timeout, lambda: f"step {step} of a round >= {min_restart} "
+               f"(checkpoint: {read_checkpoint(path)})\n{logs()}", interval=interval)
+
+
+def assert_one_round_at_a_time(test: unittest.TestCase, journal: Path) -> None:
+    """From the elastic workers' journal: on each host (agent pid), a worker of a later round
+    starts only after every worker of an earlier round under that agent ended or was stopped
+    (a stopped worker writes no `end`: its round's last start is then bounded by the next
+    round's first start, which is all the journal can tell)."""
+    runs: dict = {}
+    for line in Path(journal).read_text().splitlines():
+        event, restart, _rank, _pid, agent, when = line.split()
+        runs.setdefault(agent, []).append((float(when), event, int(restart)))
+    for agent, events in runs.items():
+        events.sort()
+        latest = -1
+        for _, event, restart in events:
+            if event == "start":
+                test.assertGreaterEqual(restart, latest,
+                                        f"agent {agent} started a worker of round {restart} "
+                                        f"after one of round {latest}: {events}")
+                latest = restart
 
 
 def wait_listening(port: int, timeout: float, what: str = "the node to listen") -> None:
