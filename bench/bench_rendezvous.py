@@ -14,7 +14,7 @@ time.monotonic():
 plus each node's peak RSS (os.wait4 -> ru_maxrss, of `join` and its child), the CPU time of
 all nodes together (user + system, from os.wait4, children included: the benchmark is their
 subreaper) and the TCP sockets per node (the most any node held at once,
-counted from /proc/PID/fd every 0.25 s, and the mean over nodes of each one's peak). Each N
+counted from /proc/PID/fd every 0.25 s or --sample-every, and the mean over nodes of each one's peak). Each N
 is repeated R times; the table shows the median (and min-max) of the times, the median CPU,
 and the max / mean peak RSS over all runs.
 
@@ -121,7 +121,8 @@ def socket_count(pid: int) -> int:
 
 
 def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
-               profile: str | None, key_file: str | None = None) -> dict:
+               profile: str | None, key_file: str | None = None,
+               sample_every: float = 0.25) -> dict:
     ports = free_ports(nnodes)
     env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
     with Processes(workdir) as fleet:
@@ -147,7 +148,7 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
                         family = [p.popen.pid, *children_of(p.popen.pid)]
                         kids.update({pid: i for pid in family[1:]})
                         sockets[i] = max(sockets[i], sum(map(socket_count, family)))
-                next_count = time.monotonic() + 0.25
+                next_count = time.monotonic() + sample_every
             pending = {i for i in pending if not env_files[i].exists()}
             if not pending and t_files is None:
                 t_files = time.monotonic()
@@ -239,6 +240,10 @@ def main() -> int:
     parser.add_argument("--only", choices=["gossip", "torch"],
                         help="run only one side (--only torch implies --torch)")
     parser.add_argument("--json", help="also write the raw measurements to this file")
+    parser.add_argument("--sample-every", type=float, default=0.25, metavar="SECONDS",
+                        help="how often the sockets and detached children of every node are "
+                             "read from /proc (0.25); at N = 256 that reading takes CPU from "
+                             "the nodes, so a larger value disturbs them less")
     args = parser.parse_args()
     if args.only == "torch":
         args.torch = True
@@ -264,7 +269,7 @@ def main() -> int:
                 workdir = Path(tmp) / f"g{n}-{r}"
                 workdir.mkdir()
                 runs.append(run_gossip(args.binary, n, args.timeout, workdir, args.profile,
-                                       args.key_file))
+                                       args.key_file, args.sample_every))
             raw["gossip"][n] = runs
             rss = [x for run in runs for x in run["rss"]]
             sockets = [x for run in runs for x in run["sockets"]]
