@@ -245,6 +245,9 @@ def main() -> int:
                              "read from /proc (0.25); at N = 256 that reading takes CPU from "
                              "the nodes, so a larger value disturbs them less")
     args = parser.parse_args()
+    if args.sample_every <= 0:
+        parser.error(f"--sample-every must be a positive number of seconds, got "
+                     f"{args.sample_every} (the default is 0.25)")
     if args.only == "torch":
         args.torch = True
     if any(n < 1 or n > 512 for n in args.sizes):

@@ -215,8 +215,8 @@ class Core {
   /// member that learns it gets JobEnded{failed}). Like leave(), it starts no more rounds.
   void abort(Time now, std::uint32_t rank, int status);
   bool left() const;
-  /// Lifeguard's local health, 0 when healthy (FailureDetector::health): probing runs this
-  /// many times + 1 slower while this node misses its own deadlines.
+  /// Lifeguard's local health, 0 when healthy (CoreContext::local_health): probing and
+  /// suspicions run this many times + 1 slower while this node misses its own deadlines.
   std::uint32_t local_health() const;
   /// Left, and every other member of the last committed round left or is dead.
   bool job_finished() const;
