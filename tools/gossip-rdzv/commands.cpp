@@ -249,7 +249,10 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       ElasticHooks hooks;
       hooks.workers = [&](const Assignment& a) { return worker_specs(a, options); };
       hooks.next_round = [&](const Assignment& previous) {
-        return wait_with_progress(node, options, [&] { return node.wait_next(previous); });
+        Assignment next =
+            wait_with_progress(node, options, [&] { return node.wait_next(previous); });
+        write_files(next, options);  // each round's membership, as --watch does
+        return next;
       };
       hooks.show = [&](const Assignment& a) {
         if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
