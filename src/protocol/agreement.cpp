@@ -31,6 +31,17 @@ bool includes(const std::vector<MemberKey>& outer, const std::vector<MemberKey>&
   return std::includes(outer.begin(), outer.end(), inner.begin(), inner.end());
 }
 
+// Seniors are distinct indices into the member list.
+bool well_formed_seniors(const std::vector<std::uint32_t>& seniors, std::size_t members) {
+  if (seniors.size() > members) return false;
+  std::vector<bool> seen(members, false);
+  for (const std::uint32_t i : seniors) {
+    if (i >= members || seen[i]) return false;
+    seen[i] = true;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool quorum(const std::vector<std::uint8_t>& set, std::size_t members) {
@@ -44,7 +55,8 @@ bool blocking(const std::vector<std::uint8_t>& set, std::size_t members) {
 }
 
 std::uint64_t view_digest(std::uint32_t round, std::uint64_t base_digest,
-                          const std::vector<MemberKey>& members) {
+                          const std::vector<MemberKey>& members,
+                          const std::vector<std::uint32_t>& seniors) {
   std::uint64_t hash = fnv1a(kFnvOffset, &round, sizeof round);
   hash = fnv1a(hash, &base_digest, sizeof base_digest);
   for (const auto& key : members) {
@@ -52,6 +64,13 @@ std::uint64_t view_digest(std::uint32_t round, std::uint64_t base_digest,
     const char separator = 0;
     hash = fnv1a(hash, &separator, 1);
     hash = fnv1a(hash, &key.generation, sizeof key.generation);
+  }
+  // After the members: a count then the indices, so that no member list and seniors
+  // together hash like another pair (members are separated above, seniors are fixed-size).
+  if (!seniors.empty()) {
+    const auto count = static_cast<std::uint64_t>(seniors.size());
+    hash = fnv1a(hash, &count, sizeof count);
+    for (const std::uint32_t i : seniors) hash = fnv1a(hash, &i, sizeof i);
   }
   return hash;
 }
@@ -68,7 +87,17 @@ Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {
 ViewClaim Agreement::full_claim(const View& view) const {
   ViewClaim claim = view.claim;
   claim.members = *view.members;
+  claim.seniors = view.seniors;
   return claim;
+}
+
+std::optional<std::vector<std::uint32_t>> Agreement::seniors_for(const MemberList& members) const {
+  if (!config_.previous) return std::nullopt;
+  std::vector<std::uint32_t> seniors;
+  for (const MemberKey& key : *config_.previous) {
+    if (auto i = index_in(members, key)) seniors.push_back(static_cast<std::uint32_t>(*i));
+  }
+  return seniors;
 }
 
 void Agreement::note_knows(const View& view, const MemberKey& key) const {
@@ -88,14 +117,17 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     // A view we do not know must come with its members (a claim by reference to a view we
     // never held, or pruned, teaches nothing), and they must be the ones its digest names.
     if (claim.members.empty() || !strictly_sorted(claim.members)) return false;
-    if (view_digest(claim.round, config_.base.digest(), claim.members) != claim.digest)
+    if (!well_formed_seniors(claim.seniors, claim.members.size())) return false;
+    if (view_digest(claim.round, config_.base.digest(), claim.members, claim.seniors) !=
+        claim.digest)
       return false;
     const std::size_t size = claim.members.size();
     // Not a copy of `claim` then clear(): the stored claim would keep the member list's
     // capacity (~40 B a member, for every view of every node: gigabytes in a large
     // simulation).
     ViewClaim incoming{claim.round, claim.attempt, claim.digest,    {},           claim.proposed,
-                       claim.ready, claim.voted,   claim.committed, claim.fenced, claim.witnesses};
+                       claim.ready, claim.voted,   claim.committed, claim.fenced, claim.witnesses,
+                       {}};
     for (auto* set : {&incoming.proposed, &incoming.ready, &incoming.voted, &incoming.committed,
                       &incoming.fenced}) {
       bits::trim(*set, size);
@@ -118,6 +150,8 @@ bool Agreement::merge(const ViewClaim& claim, const MemberKey* from) {
     View view;
     view.claim = std::move(incoming);
     view.members = config_.pool->members(claim.digest, claim.members);
+    view.seniors = claim.seniors;
+    if (auto wanted = seniors_for(claim.members)) view.acceptable = *wanted == claim.seniors;
     if (from != nullptr) note_knows(view, *from);
     views_.emplace(id, std::move(view));
     dirty_ = true;
@@ -324,18 +358,25 @@ bool Agreement::release_if_dead(const MemberTable& table) {
   return false;
 }
 
-ViewId Agreement::ensure_view(const std::shared_ptr<const MemberList>& members) {
+ViewId Agreement::ensure_view(const std::shared_ptr<const MemberList>& members,
+                              const std::vector<std::uint32_t>& seniors,
+                              std::optional<ViewId> above) {
+  if (held_ && (!above || *above < *held_)) above = held_;
   for (auto it = views_.rbegin(); it != views_.rend(); ++it) {
-    if (held_ && !(*held_ < it->first)) break;
+    if (above && !(*above < it->first)) break;
+    if (!it->second.acceptable) continue;
     if (it->second.members == members || *it->second.members == *members) return it->first;
   }
-  ViewId id{max_attempt_ + 1, view_digest(config_.round, config_.base.digest(), *members)};
+  const auto known = seniors_for(*members);
+  const std::vector<std::uint32_t>& named = known ? *known : seniors;
+  ViewId id{max_attempt_ + 1, view_digest(config_.round, config_.base.digest(), *members, named)};
   max_attempt_ = id.attempt;
   View view;
   view.claim.round = config_.round;
   view.claim.attempt = id.attempt;
   view.claim.digest = id.digest;
   view.members = members;
+  view.seniors = named;
   view.claim.proposed = bits::empty(members->size());
   view.claim.ready = bits::empty(members->size());
   view.claim.voted = bits::empty(members->size());
@@ -354,6 +395,9 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
     // make it valid again): offer its members under a new id instead.
     if (fenced_.count(it->first) || blocking(it->second.claim.fenced, it->second.members->size()))
       continue;
+    // Seniors other than the previous outcome's, which we know: members that know it will
+    // not hold it either (AgreementConfig::previous).
+    if (!it->second.acceptable) continue;
     if (valid(it->second, table, false)) {
       best = &it->second;
       break;
@@ -375,16 +419,30 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
     if (best != nullptr && includes_cache_.result) {
       target = best_id;
     } else {
-      target = ensure_view(live_);
+      target = ensure_view(live_, {});
     }
   } else if (best != nullptr) {
     target = ViewId{best->claim.attempt, best->claim.digest};
   }
+  if (target && config_.previous) {
+    // Nodes that do not know the previous outcome hold the view above ours, which we never
+    // will, and stay there while it includes their candidate: offer ours above it, or
+    // neither side ever fills a view.
+    const View* top = highest();
+    const ViewId top_id{top->claim.attempt, top->claim.digest};
+    if (!top->acceptable && *target < top_id) {
+      const View& ours = views_.at(*target);
+      const auto members = ours.members;
+      target = ensure_view(members, ours.seniors, top_id);
+    }
+  }
   if (!target || (held_ && *target == *held_)) return false;
   if (held_ && *target < *held_) {
     // Held views only go up: offer the same members again under a fresh, higher id.
-    auto members = views_.at(*target).members;
-    target = ensure_view(members);
+    const View& lower = views_.at(*target);
+    const auto members = lower.members;
+    const auto seniors = lower.seniors;
+    target = ensure_view(members, seniors);
     if (!(*held_ < *target)) return false;
   }
   return hold(*target);
@@ -544,6 +602,14 @@ const MemberList* Agreement::committed_member_list() const {
   return committed_ ? views_.at(*committed_).members.get() : nullptr;
 }
 
+std::vector<std::string> Agreement::committed_seniors() const {
+  std::vector<std::string> endpoints;
+  if (!committed_) return endpoints;
+  const View& view = views_.at(*committed_);
+  for (const std::uint32_t i : view.seniors) endpoints.push_back((*view.members)[i].endpoint);
+  return endpoints;
+}
+
 std::optional<ViewClaim> Agreement::held_view() const {
   if (!held_) return std::nullopt;
   return full_claim(views_.at(*held_));
@@ -622,6 +688,7 @@ void Agreement::check_invariants() const {
   };
   for (const auto& [id, view] : views_) {
     if (!view.members || !view.claim.members.empty()) fail("view member list not interned");
+    if (!view.claim.seniors.empty()) fail("view seniors stored in the claim");
     const std::size_t size = view.members->size();
     if (view.claim.proposed.size() != bits::bytes_for(size) ||
         view.claim.ready.size() != bits::bytes_for(size) ||
@@ -648,6 +715,7 @@ void Agreement::check_invariants() const {
     auto index = my_index(view);
     if (!index) fail("holding a view without us in it");
     if (!bits::get(view.claim.proposed, *index)) fail("holding a view without our proposed bit");
+    if (!view.acceptable) fail("holding a view whose seniors are not the previous outcome's");
     if (ready_ && !bits::get(view.claim.ready, *index)) fail("ready without our ready bit");
     if (held_->attempt > max_attempt_) fail("held attempt above the highest attempt seen");
   }

@@ -59,10 +59,12 @@ bool quorum(const std::vector<std::uint8_t>& set, std::size_t members);
 /// majority. A blocking set of fences proves that the view can never commit.
 bool blocking(const std::vector<std::uint8_t>& set, std::size_t members);
 
-/// Digest of a round's member list under a quorum base (FNV-1a 64): names a view on every
-/// node alike; nodes started with different seed lists never name the same view.
+/// Digest of a round's member list and seniors (ViewClaim::seniors) under a quorum base
+/// (FNV-1a 64): names a view on every node alike; nodes started with different seed lists
+/// never name the same view.
 std::uint64_t view_digest(std::uint32_t round, std::uint64_t base_digest,
-                          const std::vector<MemberKey>& members);
+                          const std::vector<MemberKey>& members,
+                          const std::vector<std::uint32_t>& seniors = {});
 
 /// Whether `claim` is the round's outcome: a quorum of votes and the base won. Its sets are
 /// bits over `members`.
@@ -79,6 +81,11 @@ struct AgreementConfig {
   QuorumBase base;
   /// Where member lists are interned (shared with the member table); null: its own.
   std::shared_ptr<InternPool> pool;
+  /// The previous round's outcome, its members by node rank, when this node knows it (it
+  /// reported that commit). Then every view it holds or proposes names as seniors exactly
+  /// those of its members, in that order (stable ranks); a view naming others is one it will
+  /// not hold. Without it any seniors are accepted and its own proposals name none.
+  std::optional<std::vector<MemberKey>> previous = std::nullopt;
 };
 
 class Agreement {
@@ -116,6 +123,8 @@ class Agreement {
   std::optional<ViewClaim> committed_view() const;
   /// The committed view's members (sorted), without copying them; null before a commit.
   const MemberList* committed_member_list() const;
+  /// The committed view's seniors (ViewClaim::seniors) as endpoints, in their order.
+  std::vector<std::string> committed_seniors() const;
   std::optional<ViewClaim> held_view() const;
   /// Members of the held view (0 when none), without copying it.
   std::size_t held_size() const { return held_ ? views_.at(*held_).members->size() : 0; }
@@ -144,6 +153,10 @@ class Agreement {
   struct View {
     ViewClaim claim;  ///< id and seen-by sets; `claim.members` stays empty, see `members`
     std::shared_ptr<const MemberList> members;  ///< interned: one copy for every holder
+    std::vector<std::uint32_t> seniors;         ///< ViewClaim::seniors (claim.seniors is empty)
+    /// Its seniors are the ones we know to be right (always, without a previous outcome): we
+    /// may hold it. Kept either way, as a proof that its holders left the views below.
+    bool acceptable = true;
     struct Validity {
       std::uint64_t at_version = UINT64_MAX;  ///< table version the result is for
       bool result = false;
@@ -177,7 +190,13 @@ class Agreement {
   bool decided(const View& view) const;
   bool choose_held(Time now, const MemberTable& table);
   bool hold(const ViewId& id);
-  ViewId ensure_view(const std::shared_ptr<const MemberList>& members);
+  /// A view of `members` above the held one (and above `above`): an existing one we may
+  /// hold, or a new one with the seniors we know (AgreementConfig::previous), else `seniors`.
+  ViewId ensure_view(const std::shared_ptr<const MemberList>& members,
+                     const std::vector<std::uint32_t>& seniors,
+                     std::optional<ViewId> above = std::nullopt);
+  /// The seniors a view of `members` must name, when we know the previous outcome.
+  std::optional<std::vector<std::uint32_t>> seniors_for(const MemberList& members) const;
   bool advance(const MemberTable& table);
   bool adopt_commit();
   std::optional<std::size_t> my_index(const View& view) const;

@@ -117,6 +117,10 @@ class Writer {
   void field(std::string_view, const std::string& text) { out_.str(text); }
   void field(std::string_view, std::uint64_t number) { out_.u64(number); }
   void field(std::string_view, const std::vector<std::uint64_t>& numbers) { out_.u64s(numbers); }
+  void field(std::string_view, const std::vector<std::uint32_t>& numbers) {
+    out_.array(numbers.size());
+    for (const std::uint32_t number : numbers) out_.u64(number);
+  }
   void field(std::string_view, std::uint32_t number) { out_.u64(number); }
   void field(std::string_view, std::uint16_t number) { out_.u64(number); }
   void field(std::string_view, std::int32_t number) { out_.i64(number); }
@@ -154,6 +158,15 @@ class Reader {
   void field(std::string_view name, std::string& text) { text = in_.str(name); }
   void field(std::string_view name, std::vector<std::uint64_t>& numbers) {
     numbers = in_.u64s(name);
+  }
+  void field(std::string_view name, std::vector<std::uint32_t>& numbers) {
+    numbers.clear();
+    for (const std::uint64_t number : in_.u64s(name)) {
+      if (number > std::numeric_limits<std::uint32_t>::max())
+        reject(Kind::malformed, Path(&path(), name),
+               "value " + std::to_string(number) + " does not fit 32 bits");
+      numbers.push_back(static_cast<std::uint32_t>(number));
+    }
   }
   void field(std::string_view name, std::uint64_t& number) { number = in_.u64(name); }
   void field(std::string_view name, std::uint32_t& number) {
@@ -262,6 +275,8 @@ void check_view_claim(const ViewClaim& v, const Path& path) {
                    " bytes)");
       }
     }
+    if (!v.seniors.empty())
+      reject(Kind::malformed, Path(&path, "seniors"), "seniors in a claim by reference");
     return;
   }
   for (std::size_t i = 1; i < v.members.size(); ++i) {
@@ -275,6 +290,18 @@ void check_view_claim(const ViewClaim& v, const Path& path) {
   check_bitset(v.voted, v.members.size(), "voted", path);
   check_bitset(v.committed, v.members.size(), "committed", path);
   check_bitset(v.fenced, v.members.size(), "fenced", path);
+  std::vector<bool> seen(v.members.size(), false);
+  for (std::size_t i = 0; i < v.seniors.size(); ++i) {
+    const std::uint32_t index = v.seniors[i];
+    if (index >= v.members.size() || seen[index]) {
+      reject(Kind::malformed, Path(&path, "seniors"),
+             "index " + std::to_string(index) + " at " + std::to_string(i) +
+                 (index >= v.members.size()
+                      ? " is past the " + std::to_string(v.members.size()) + " members"
+                      : " appears twice"));
+    }
+    seen[index] = true;
+  }
 }
 
 void check_witnesses(const std::vector<std::string>& witnesses, const Path& claim) {
@@ -292,7 +319,7 @@ void check_witnesses(const std::vector<std::string>& witnesses, const Path& clai
 
 template <class Io>
 void layout(Io& io, In<ViewClaim, Io>& v) {
-  io.begin(10);
+  io.begin(11);
   io.field("round", v.round);
   io.field("attempt", v.attempt);
   io.field("digest", v.digest);
@@ -303,6 +330,7 @@ void layout(Io& io, In<ViewClaim, Io>& v) {
   io.field("committed", v.committed);
   io.field("fenced", v.fenced);
   io.field("witnesses", v.witnesses);
+  io.field("seniors", v.seniors);
   if constexpr (!Io::kWriting) {
     check_view_claim(v, io.path());
     check_witnesses(v.witnesses, io.path());

@@ -33,9 +33,18 @@ void CoreContext::start_round(std::uint32_t round) {
   // Every round's quorum base is round 0's: the seed list as given (config.seeds no longer
   // holds our own endpoint, so base_of(config) would differ from node to node).
   QuorumBase base = agreement.base();
-  agreement = Agreement(AgreementConfig{
-      MemberKey{config.self.endpoint, config.self.generation}, round, config.min_nodes,
-      config.max_nodes, later_round_last_call(config), std::move(base), table.pool_handle()});
+  AgreementConfig next{MemberKey{config.self.endpoint, config.self.generation},
+                       round,
+                       config.min_nodes,
+                       config.max_nodes,
+                       later_round_last_call(config),
+                       std::move(base),
+                       table.pool_handle()};
+  // Only the outcome of the round just before counts: every node that knows it names the
+  // same seniors, and one that knows an older outcome names none (docs/protocol.md).
+  if (last_outcome && round > 0 && last_outcome->first == round - 1)
+    next.previous = last_outcome->second;
+  agreement = Agreement(std::move(next));
   dirty = true;
 }
 

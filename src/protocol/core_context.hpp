@@ -11,6 +11,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agreement.hpp"
@@ -72,6 +73,11 @@ struct CoreContext {
 
   /// Notes `record`'s final death for job_end.
   void note_final(const MemberRecord& record);
+
+  /// The last round whose outcome we reported (Committed) and its members (endpoint,
+  /// generation) by node rank: a new round started right after it places them first, in
+  /// that order (AgreementConfig::previous).
+  std::optional<std::pair<std::uint32_t, std::vector<MemberKey>>> last_outcome;
 
   /// Moves to `round`: a new agreement over the same table and quorum base.
   void start_round(std::uint32_t round);

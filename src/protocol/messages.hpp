@@ -9,7 +9,7 @@
 
 namespace gossip_rdzv::protocol {
 
-inline constexpr std::uint16_t kProtocolVersion = 3;
+inline constexpr std::uint16_t kProtocolVersion = 4;
 inline constexpr char kMagic[] = "GRDZ";
 
 /// What a node says about itself when it joins; never changes for one process.
@@ -98,6 +98,11 @@ struct ViewClaim {
   /// Dedicated seeds of the quorum base that witnessed the view (sorted endpoints): each
   /// witnesses at most one view of a round that can still commit (docs/protocol.md).
   std::vector<std::string> witnesses;
+  /// Indices into `members` of the members of the previous round's outcome, in the node-rank
+  /// order they had there: they keep that order and come before the others (docs/protocol.md,
+  /// "Rank assignment"). Empty in round 0, when the proposer did not know that outcome, and
+  /// in a claim by reference. Part of the digest.
+  std::vector<std::uint32_t> seniors;
 
   bool operator==(const ViewClaim&) const = default;
 };

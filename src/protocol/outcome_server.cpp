@@ -45,11 +45,17 @@ void OutcomeServer::report_commit(CoreContext& ctx, Time now, Dissemination& dis
   tell_outsiders(ctx, view->members);
   next_retell_at_ = now + as_time(ctx.config.timing.probe_interval);
   const CoreConfig& config = ctx.config;
-  auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round);
+  auto result = assign_ranks(members, config.self.endpoint, config.run_id, config.round,
+                             ctx.agreement.committed_seniors());
   if (auto* error = std::get_if<AssignmentError>(&result)) {
     ctx.events.push_back(Fatal{error->code, error->message});
   } else {
-    ctx.events.push_back(Committed{std::get<Assignment>(std::move(result))});
+    auto& assignment = std::get<Assignment>(result);
+    std::vector<MemberKey> by_rank;
+    for (const NodeEntry& node : assignment.nodes)
+      by_rank.push_back(MemberKey{node.endpoint, node.generation});
+    ctx.last_outcome.emplace(config.round, std::move(by_rank));
+    ctx.events.push_back(Committed{std::move(assignment)});
   }
 }
 

@@ -86,12 +86,32 @@ std::variant<std::vector<std::optional<std::size_t>>, AssignmentError> place_hin
   return slots;
 }
 
-// Fills the holes with the unhinted members, in canonical order.
-std::vector<std::size_t> fill_free_ranks(const std::vector<Announcement>& members,
+// The members to place after the hinted ones, in that order: the seniors as listed, then
+// the others in canonical order (`members` is sorted so). Null on a senior that is no
+// member or appears twice.
+std::optional<std::vector<std::size_t>> free_order(const std::vector<Announcement>& members,
+                                                   const std::vector<std::string>& seniors) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < members.size(); ++i) index.emplace(members[i].endpoint, i);
+  std::vector<bool> placed(members.size(), false);
+  std::vector<std::size_t> order;
+  for (const std::string& endpoint : seniors) {
+    auto it = index.find(endpoint);
+    if (it == index.end() || placed[it->second]) return std::nullopt;
+    placed[it->second] = true;
+    if (members[it->second].rank_hint < 0) order.push_back(it->second);
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!placed[i] && members[i].rank_hint < 0) order.push_back(i);
+  }
+  return order;
+}
+
+// Fills the holes with the unhinted members in `order` (free_order).
+std::vector<std::size_t> fill_free_ranks(const std::vector<std::size_t>& free,
                                          std::vector<std::optional<std::size_t>> slots) {
   std::size_t next_free = 0;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i].rank_hint >= 0) continue;
+  for (const std::size_t i : free) {
     while (slots[next_free]) ++next_free;
     slots[next_free] = i;
   }
@@ -132,13 +152,20 @@ Assignment build(const std::vector<Announcement>& members, const std::vector<std
 std::variant<Assignment, AssignmentError> assign_ranks(std::vector<Announcement> members,
                                                        const std::string& self_endpoint,
                                                        const std::string& run_id,
-                                                       std::uint32_t round) {
+                                                       std::uint32_t round,
+                                                       const std::vector<std::string>& seniors) {
   std::sort(members.begin(), members.end(), canonical_less);
   if (auto problem = check_members(members, self_endpoint)) return *std::move(problem);
   auto placed = place_hints(members);
   if (auto* problem = std::get_if<AssignmentError>(&placed)) return std::move(*problem);
   auto slots = std::get<std::vector<std::optional<std::size_t>>>(std::move(placed));
-  return build(members, fill_free_ranks(members, std::move(slots)), self_endpoint, run_id, round);
+  const auto free = free_order(members, seniors);
+  if (!free) {
+    return error(ErrorCode::internal,
+                 "rank assignment: the previous round's members named by the view are not "
+                 "distinct members of it");
+  }
+  return build(members, fill_free_ranks(*free, std::move(slots)), self_endpoint, run_id, round);
 }
 
 }  // namespace gossip_rdzv::protocol

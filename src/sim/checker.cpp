@@ -307,7 +307,6 @@ void Checker::on_committed(LifeRecord& life, const Assignment& assignment, Time 
     view.assignment = std::move(shared);
     views_.push_back(std::move(view));
     match = views_.size() - 1;
-    check_stable_order(*match, now);
     for (const auto& [other_key, other] : lives_)
       if (other.not_admitted_round == shared_round && in_view(views_[*match], other_key))
         fail(
@@ -339,36 +338,28 @@ void Checker::on_round_started(LifeRecord& life, const protocol::RoundStarted& s
   life.round = std::max(life.round, started.round);
 }
 
-// The rule (docs/protocol.md, "Rank assignment") places the nodes without a hint in the
-// natural order of (hostname, host, endpoint), which a node keeps across its restarts: any
-// two of them present in two views of different rounds are in the same order in both.
-// Nodes with a hint take their rank wherever the others fall, so they are left out.
-void Checker::check_stable_order(std::size_t view_index, Time now) {
-  const CommittedView& view = views_[view_index];
-  auto unhinted = [this](const NodeEntry& n) {
-    const auto it = lives_.find(MemberKey{n.endpoint, n.generation});
-    return it != lives_.end() && it->second.ann.rank_hint < 0;
-  };
-  for (std::size_t j = 0; j < views_.size(); ++j) {
-    const CommittedView& other = views_[j];
-    if (j == view_index || other.assignment.round == view.assignment.round) continue;
-    std::map<std::string, std::uint32_t> rank_there;
-    for (const auto& n : other.assignment.nodes)
-      if (unhinted(n)) rank_there.emplace(n.endpoint, n.node_rank);
-    const NodeEntry* previous = nullptr;
-    std::uint32_t previous_rank = 0;
-    for (const auto& n : view.assignment.nodes) {
-      if (!unhinted(n)) continue;
-      const auto it = rank_there.find(n.endpoint);
-      if (it == rank_there.end()) continue;
-      if (previous != nullptr && it->second < previous_rank)
-        fail(FailureKind::safety, now,
-             "RANK ORDER: " + previous->endpoint + " comes before " + n.endpoint + " in " +
-                 describe(view.assignment) + " but after it in " + describe(other.assignment));
-      previous = &n;
-      previous_rank = it->second;
+// The seniors a view of round `a.round` may name (docs/protocol.md, "Rank assignment"): the
+// members of round a.round - 1's outcome that are in `a`, in their node-rank order there.
+// A node that reported that outcome holds no view naming other seniors, so with one such
+// node in `a` the seniors are exactly those; a view of nodes that all missed the outcome
+// names none, or those if a node that knew proposed it. Round 0: none.
+std::vector<std::vector<std::string>> Checker::allowed_seniors(const Assignment& a) const {
+  const CommittedView* previous = nullptr;
+  for (const auto& view : views_)
+    if (a.round > 0 && view.assignment.round == a.round - 1 && view.assignment.run_id == a.run_id) {
+      previous = &view;
+      break;
     }
-  }
+  if (previous == nullptr) return {{}};
+  std::set<MemberKey> here;
+  for (const auto& n : a.nodes) here.insert(MemberKey{n.endpoint, n.generation});
+  std::vector<std::string> seniors;
+  for (const auto& n : previous->assignment.nodes)
+    if (here.count(MemberKey{n.endpoint, n.generation})) seniors.push_back(n.endpoint);
+  const bool knew = std::any_of(previous->committers.begin(), previous->committers.end(),
+                                [&](const MemberKey& key) { return here.count(key) != 0; });
+  if (knew || seniors.empty()) return {seniors};
+  return {seniors, {}};
 }
 
 void Checker::on_not_admitted(LifeRecord& life, std::uint32_t round, Time now) {
@@ -435,17 +426,29 @@ void Checker::check_assignment(const LifeRecord& life, const Assignment& a, Time
   if (anns.size() != a.nodes.size()) return;
   if (a.master_port != anns[0].master_port) bad("master_port " + std::to_string(a.master_port));
 
-  auto expected = protocol::assign_ranks(anns, life.ann.endpoint, a.run_id, a.round);
-  if (const auto* error = std::get_if<protocol::AssignmentError>(&expected)) {
-    bad("assign_ranks refuses this view: " + error->message);
-    return;
+  // Ranks must be assign_ranks() of the view's announcements with one of the seniors the
+  // view may name: that is stability across rounds, checked on the whole assignment.
+  std::string difference;
+  for (const auto& seniors : allowed_seniors(a)) {
+    auto expected = protocol::assign_ranks(anns, life.ann.endpoint, a.run_id, a.round, seniors);
+    if (const auto* error = std::get_if<protocol::AssignmentError>(&expected)) {
+      bad("assign_ranks refuses this view: " + error->message);
+      return;
+    }
+    Assignment e = std::get<Assignment>(expected);
+    e.my_node_rank = 0;
+    Assignment got = a;
+    got.my_node_rank = 0;
+    const std::string d = assignment_difference(e, got);
+    if (d.empty()) return;
+    std::string named;
+    for (const auto& endpoint : seniors) named += (named.empty() ? "" : " ") + endpoint;
+    difference += (difference.empty() ? "" : "; or ") + d +
+                  " (seniors: " + (named.empty() ? "none" : named) + ")";
   }
-  Assignment e = std::get<Assignment>(expected);
-  e.my_node_rank = 0;
-  Assignment got = a;
-  got.my_node_rank = 0;
-  const std::string d = assignment_difference(e, got);
-  if (!d.empty()) bad("differs from assign_ranks(view): " + d);
+  bad("RANK ORDER: differs from assign_ranks(view) with the previous round's survivors "
+      "first: " +
+      difference);
 }
 
 std::optional<Time> Checker::last_committer_stop() const {

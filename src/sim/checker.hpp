@@ -13,9 +13,10 @@
 //  - rounds (elastic runs): a process commits at most once per round, its rounds strictly
 //    increase (RoundStarted goes to a higher round than the one it is in, Committed is for
 //    the round it is in), and a NotAdmitted bars a commit of that round only;
-//  - rank stability: across the committed views of all rounds, two nodes without a rank
-//    hint that are both in two views are in the same relative order in both (the natural
-//    order of (hostname, host, endpoint): docs/protocol.md, "Rank assignment").
+//  - rank stability: in round r > 0 the members of round r-1's outcome come first (rank
+//    hints aside), in their order there, then the newcomers in natural order
+//    (docs/protocol.md, "Rank assignment"); when no member of the view had reported round
+//    r-1's outcome, the natural order of all is allowed too. Part of the ranks check.
 //
 // A safety failure (agreement, ranks, validity) is a protocol bug in every scenario; a
 // liveness failure (termination) is reported separately. Agreement compares the whole
@@ -163,8 +164,10 @@ class Checker {
   void on_committed(LifeRecord& life, const Assignment& assignment, Time now);
   void on_not_admitted(LifeRecord& life, std::uint32_t round, Time now);
   void on_round_started(LifeRecord& life, const protocol::RoundStarted& started, Time now);
-  /// Rank stability of a new view against every view of another round.
-  void check_stable_order(std::size_t view_index, Time now);
+  /// The seniors (endpoints, ViewClaim::seniors) a committed view like `a` may name: one
+  /// list when they are determined, two (those or none) when no member of `a` reported the
+  /// previous round's outcome.
+  std::vector<std::vector<std::string>> allowed_seniors(const Assignment& a) const;
   /// When the last process that committed crashed or exited (Time::max() while one runs);
   /// none before any commit.
   std::optional<Time> last_committer_stop() const;

@@ -253,13 +253,16 @@ class ElasticFaultTest(TorchJobTest):
         self.setenv("GR_CRASH_ROUND", "1")
         self.setenv("GR_CRASH_STEP", str(self.FAULT_STEP + 8))
         self.args = ["--last-call", "1s", *self.args]
-        ports = free_ports(3)
-        seeds = [f"127.0.0.1:{ports[0]}"]
+        # The arrival gets the lowest port: by natural order alone it would take node rank 0.
+        ports = sorted(free_ports(3))
+        seeds = [f"127.0.0.1:{ports[1]}"]
         first_two = [self.cluster.add_node(seeds, "2:3", port=port, extra=self.args,
-                                           join_timeout="60s") for port in ports[:2]]
+                                           join_timeout="60s") for port in ports[1:]]
         self.await_step(self.FAULT_STEP)
         self.assertEqual(self.checkpoint().get("world"), 2)
-        arrival = self.cluster.add_node(seeds, "2:3", port=ports[2], extra=self.args,
+        round0 = json.loads(first_two[0].membership_path.read_text())
+        self.assertEqual(round0["round"], 0)
+        arrival = self.cluster.add_node(seeds, "2:3", port=ports[0], extra=self.args,
                                         join_timeout="60s")
         nodes = first_two + [arrival]
         codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
@@ -267,6 +270,11 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(codes, [0, 0, 0], logs)
         found = self.check_finished(3, logs, min_restart=2)
         self.assertEqual(found[0]["restart_count"], 2, logs)  # growth, then the crash
+        # Stable ranks: the two survivors in their round-0 order, the arrival after them.
+        last = json.loads(arrival.membership_path.read_text())
+        self.assertEqual(last["round"], 2, logs)
+        self.assertEqual([n["endpoint"] for n in last["nodes"]],
+                         [n["endpoint"] for n in round0["nodes"]] + [arrival.endpoint], logs)
 
     def test_the_seed_killed_mid_job_and_restarted_rejoins_and_the_job_goes_on(self):
         # Two restarts: the seed's death may cost one (the survivors' gloo fails first), its

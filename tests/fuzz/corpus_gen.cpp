@@ -64,6 +64,7 @@ ViewClaim view() {
   v.committed = {0x00};
   v.fenced = {0x00};
   v.witnesses = {"10.0.0.9:29400"};
+  v.seniors = {2, 0};
   return v;
 }
 

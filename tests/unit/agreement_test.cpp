@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -453,6 +454,76 @@ TEST(Agreement, NodesGivenDifferentSeedListsNeverHoldTheSameView) {
   EXPECT_FALSE(a.agreement.committed());
   EXPECT_FALSE(b.agreement.committed());
   EXPECT_NE(a.agreement.held_view()->digest, b.agreement.held_view()->digest);
+}
+
+// ---- seniors: stable ranks across rounds ------------------------------------------------
+
+/// Node `self` of round 1 of three nodes 1-3, knowing round 0's outcome (`previous`) or not.
+struct RoundOneNode {
+  RoundOneNode(int self, std::optional<std::vector<MemberKey>> previous)
+      : key{endpoint(self), 1}, table(endpoint(self)), agreement([&] {
+          AgreementConfig config{key, 1, 3, 3, Time{0}, QuorumBase(std::vector<std::string>{})};
+          config.previous = std::move(previous);
+          return config;
+        }()) {
+    table.set_self(record(endpoint(self)));
+    for (int i = 1; i <= 3; ++i) {
+      if (i != self) table.merge(record(endpoint(i)), Time{0}, Time{0}, "x");
+    }
+  }
+  MemberKey key;
+  MemberTable table;
+  Agreement agreement;
+};
+
+// Round 0 committed {3, 1} with 3 at node rank 0; node 2 is new and knows no outcome. It
+// proposes first, naming no seniors; the nodes that know will not hold that view and propose
+// one naming 3 then 1; the newcomer takes it, and all commit it.
+TEST(Agreement, NodesThatKnowThePreviousOutcomeHoldOnlyViewsNamingItsMembersAsSeniors) {
+  const std::vector<MemberKey> previous = {{endpoint(3), 1}, {endpoint(1), 1}};
+  RoundOneNode a(1, previous), b(2, std::nullopt), c(3, previous);
+  std::vector<RoundOneNode*> nodes = {&b, &a, &c};
+  b.agreement.step(Time{1}, b.table);
+  const auto newcomers = b.agreement.held_view();
+  ASSERT_TRUE(newcomers);
+  EXPECT_TRUE(newcomers->seniors.empty());
+  a.agreement.merge(*newcomers);
+  a.agreement.step(Time{1}, a.table);
+  const auto held = a.agreement.held_view();
+  ASSERT_TRUE(held);
+  EXPECT_GT(held->attempt, newcomers->attempt) << "a holds the view naming no seniors";
+  EXPECT_EQ(held->seniors, (std::vector<std::uint32_t>{2, 0}));  // members are sorted
+  for (int pass = 0; pass < 8; ++pass) {
+    for (RoundOneNode* from : nodes) {
+      for (RoundOneNode* to : nodes) {
+        if (from == to) continue;
+        for (const auto& claim : from->agreement.claims_to_send(&to->key))
+          to->agreement.merge(claim, &from->key);
+      }
+    }
+    for (RoundOneNode* node : nodes) {
+      node->agreement.step(Time{1}, node->table);
+      node->agreement.check_invariants();
+    }
+  }
+  for (RoundOneNode* node : nodes) {
+    ASSERT_TRUE(node->agreement.committed()) << node->key.endpoint;
+    EXPECT_EQ(node->agreement.committed_seniors(),
+              (std::vector<std::string>{endpoint(3), endpoint(1)}));
+  }
+}
+
+// The digest covers the seniors: a claim whose seniors were changed on the way names
+// another view than its digest says and is ignored.
+TEST(Agreement, SeniorsAreCoveredByTheDigest) {
+  const std::vector<MemberKey> previous = {{endpoint(3), 1}, {endpoint(1), 1}};
+  RoundOneNode a(1, previous), b(2, std::nullopt);
+  a.agreement.step(Time{1}, a.table);
+  ViewClaim claim = a.agreement.claims_to_send()[0];
+  claim.seniors = {0, 2};
+  EXPECT_FALSE(b.agreement.merge(claim));
+  claim.seniors = {2, 0};
+  EXPECT_TRUE(b.agreement.merge(claim));
 }
 
 }  // namespace

@@ -243,7 +243,7 @@ TEST(Codec, PingReqEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = PingReq{5, "a:1"};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x03, 0xa1, 'r', 0xa3, 's',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x04, 0xa1, 'r', 0xa3, 's',
                           ':',  '1',  0x02, 0x05, 0x92, 0x05, 0xa3, 'a',  ':', '1'};
   EXPECT_EQ(encode(e), expected);
 }
@@ -254,7 +254,7 @@ TEST(Codec, UnreachableEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = Unreachable{"a:1", 300, 2};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x03, 0xa1, 'r',  0xa3, 's',  ':',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x04, 0xa1, 'r',  0xa3, 's',  ':',
                           '1',  0x02, 0x0a, 0x93, 0xa3, 'a', ':',  '1',  0xcd, 0x01, 0x2c, 0x02};
   EXPECT_EQ(encode(e), expected);
 }
@@ -315,12 +315,35 @@ TEST(Codec, BitsetsTravelAsBinary) {
   v.committed = {0x07};
   v.fenced = {0x02};
   v.witnesses = {"w:1"};
+  v.seniors = {2, 0};
   const Bytes bytes = encode(envelope(Gossip{false, {}, {v}}));
-  // ... the view ends with five bin8 values of one byte each, then its witnesses.
-  const Bytes tail(bytes.end() - 20, bytes.end());
-  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x06, 0xc4,
-                         0x01, 0x07, 0xc4, 0x01, 0x02, 0x91, 0xa3, 'w',  ':',  '1'}));
+  // ... the view ends with five bin8 values of one byte each, its witnesses, its seniors.
+  const Bytes tail(bytes.end() - 23, bytes.end());
+  EXPECT_EQ(tail, (Bytes{0xc4, 0x01, 0x05, 0xc4, 0x01, 0x00, 0xc4, 0x01, 0x06, 0xc4, 0x01, 0x07,
+                         0xc4, 0x01, 0x02, 0x91, 0xa3, 'w',  ':',  '1',  0x92, 0x02, 0x00}));
   ASSERT_TRUE(decode(bytes).ok());
+}
+
+// Seniors are distinct indices into a claim's own members; a claim by reference has none.
+TEST(Codec, SeniorsMustBeDistinctMembersOfAFullClaim) {
+  ViewClaim v;
+  v.members = {{"a", 1}, {"b", 1}};
+  v.proposed = v.ready = v.voted = v.committed = v.fenced = {0x00};
+  for (const std::vector<std::uint32_t>& bad :
+       {std::vector<std::uint32_t>{2}, std::vector<std::uint32_t>{1, 1}}) {
+    v.seniors = bad;
+    const DecodeError error =
+        expect_error(encode(envelope(Gossip{false, {}, {v}})), Kind::malformed);
+    EXPECT_NE(error.detail.find("seniors"), std::string::npos) << error.detail;
+  }
+  v.seniors = {1, 0};
+  EXPECT_TRUE(decode(encode(envelope(Gossip{false, {}, {v}}))).ok());
+  v.members.clear();
+  v.seniors = {0};
+  const DecodeError by_reference =
+      expect_error(encode(envelope(Gossip{false, {}, {v}})), Kind::malformed);
+  EXPECT_NE(by_reference.detail.find("seniors in a claim by reference"), std::string::npos)
+      << by_reference.detail;
 }
 
 TEST(Codec, WitnessesMustBeSortedUniqueAndFew) {

@@ -221,6 +221,43 @@ TEST(RankAssignment, EmptyViewAndDuplicatesAreErrorsNotCrashes) {
   EXPECT_EQ(std::get<AssignmentError>(dup).code, ErrorCode::internal);
 }
 
+// Across rounds: the previous round's members (seniors) keep their order there and come
+// first; newcomers follow in natural order; hints still win.
+TEST(RankAssignment, SeniorsKeepTheirOrderAndNewcomersFollowThem) {
+  const Announcement n7 = member("node7"), n66 = member("node66"), n100 = member("node100");
+  const Announcement n2 = member("node2"), n1 = member("node1", 2, 1);
+  // Round r had node100 before node7 (e.g. node100 held rank 0 then); node2 and node1 are
+  // new, node1 with --node-rank 1.
+  auto result =
+      assign_ranks({n7, n66, n100, n2, n1}, n2.endpoint, "r", 3, {n100.endpoint, n7.endpoint});
+  ASSERT_TRUE(std::holds_alternative<Assignment>(result))
+      << std::get<AssignmentError>(result).message;
+  const Assignment& a = std::get<Assignment>(result);
+  EXPECT_EQ(hostnames(a),
+            (std::vector<std::string>{"node100", "node1", "node7", "node2", "node66"}));
+  EXPECT_EQ(a.my_node_rank, 3u);
+  EXPECT_EQ(a.nodes[2].rank_offset, 3u);  // node100 (1) + node1 (2)
+  EXPECT_EQ(a.master_addr, n100.host);
+  EXPECT_EQ(a.round, 3u);
+  // A hinted senior keeps its hint; the other seniors fill the free ranks in their order.
+  const Announcement h = member("hinted", 1, 0);
+  auto hinted =
+      assign_ranks({n7, n66, h}, n7.endpoint, "r", 1, {n66.endpoint, h.endpoint, n7.endpoint});
+  ASSERT_TRUE(std::holds_alternative<Assignment>(hinted));
+  EXPECT_EQ(hostnames(std::get<Assignment>(hinted)),
+            (std::vector<std::string>{"hinted", "node66", "node7"}));
+}
+
+TEST(RankAssignment, SeniorsThatAreNoDistinctMembersAreAnInternalError) {
+  const Announcement a = member("a"), b = member("b");
+  for (const std::vector<std::string>& seniors :
+       {std::vector<std::string>{"10.9.9.9:1"}, std::vector<std::string>{a.endpoint, a.endpoint}}) {
+    auto result = assign_ranks({a, b}, a.endpoint, "r", 1, seniors);
+    ASSERT_TRUE(std::holds_alternative<AssignmentError>(result));
+    EXPECT_EQ(std::get<AssignmentError>(result).code, ErrorCode::internal);
+  }
+}
+
 TEST(RankAssignment, ZeroNprocIsRejected) {
   const std::vector<Announcement> m{member("ok"), member("broken", 0)};
   const AssignmentError e = assign_error(m);
