@@ -82,15 +82,16 @@ void FailureDetector::suspect(CoreContext& ctx, const std::string& endpoint, Tim
 
 void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachability) {
   const Timing& timing = ctx.config.timing;
-  if (probe_ && !probe_->indirect_sent && !probe_->given_more_time &&
-      now >= probe_->sent_at + probe_timeout(ctx) &&
-      now - (probe_->sent_at + probe_timeout(ctx)) > late_by(ctx)) {
-    // We come to this timeout late: we were not running, and the ack may be waiting unread.
-    // Another (longer) timeout from now, not a failure of the target; once per probe, so
-    // that a node that is always late still finds a dead member.
-    worse(ctx);
-    probe_->sent_at = now;
-    probe_->given_more_time = true;
+  if (probe_ && !probe_->indirect_sent && !probe_->given_more_time) {
+    const Time timeout_at = probe_->sent_at + probe_timeout(ctx);
+    if (now >= timeout_at && now - timeout_at > late_by(ctx)) {
+      // We come to this timeout late: we were not running, and the ack may be waiting
+      // unread. Another (longer) timeout from now, not a failure of the target; once per
+      // probe, so that a node that is always late still finds a dead member.
+      worse(ctx);
+      probe_->sent_at = now;
+      probe_->given_more_time = true;
+    }
   }
   if (probe_ && !probe_->indirect_sent && now >= probe_->sent_at + probe_timeout(ctx)) {
     probe_->indirect_sent = true;

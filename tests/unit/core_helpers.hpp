@@ -100,12 +100,13 @@ inline Envelope envelope_from(int i, Body body) {
   return env;
 }
 
-// For a core driven by hand: tick it at each wakeup (at least 1 us apart) until `end`,
-// calling `drain` after every tick to take what it sent and reported.
+// For a core driven by hand: tick it at each wakeup (at least 1 us apart), or `late` after
+// it (a node waiting for a CPU), until `end`, calling `drain` after every tick to take what
+// it sent and reported.
 template <class Drain>
-void run_core_until(Core& core, Time& now, Time end, Drain drain) {
+void run_core_until(Core& core, Time& now, Time end, Drain drain, Time late = Time{0}) {
   while (now < end) {
-    now = std::max(now + Time{1}, core.next_wakeup());
+    now = std::max(now + Time{1}, core.next_wakeup() + late);
     core.on_tick(now);
     drain();
   }

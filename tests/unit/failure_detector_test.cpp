@@ -114,12 +114,13 @@ struct LonelyProber {
   /// As run_until, with every tick `late` after the time the core asked for: a node that
   /// waits for a CPU (an overloaded host).
   void run_late_until(Time end, Time late) {
-    while (now < end) {
-      now = std::max(now + Time{1}, core.next_wakeup() + late);
-      core.on_tick(now);
-      drain();
-      max_health = std::max(max_health, core.local_health());
-    }
+    run_core_until(
+        core, now, end,
+        [this] {
+          drain();
+          max_health = std::max(max_health, core.local_health());
+        },
+        late);
   }
   std::uint32_t max_health = 0;
 };
