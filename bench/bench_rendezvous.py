@@ -11,12 +11,19 @@ time.monotonic():
          workers returns once its files are written; a child answers late starters until
          its stay ends, docs/cli.md)
   launch launch of the first process -> the last one started (fork/exec of N processes)
-plus each node's peak RSS (os.wait4 -> ru_maxrss, of `join` and its child), the CPU time of
+plus each node's peak RSS (below), the CPU time of
 all nodes together (user + system, from os.wait4, children included: the benchmark is their
 subreaper) and the TCP sockets per node (the most any node held at once,
-counted from /proc/PID/fd every 0.25 s or --sample-every, and the mean over nodes of each one's peak). Each N
-is repeated R times; the table shows the median (and min-max) of the times, the median CPU,
+counted from /proc/PID/fd every 0.25 s or --sample-every, and the mean over nodes of
+each one's peak). Each N is repeated R times; the table shows the median (and min-max) of the times, the median CPU,
 and the max / mean peak RSS over all runs.
+
+A node's peak RSS is the larger of its `join` process's VmHWM (read from /proc/PID/status
+when the sockets are counted; that process only waits once it has forked) and its child's
+ru_maxrss from os.wait4. The `join` process's own ru_maxrss is not used: Linux keeps the
+high-water mark across exec, so it reports this Python process's size at the fork (10-20
+MiB), not the node's. The child's is the node's own: the fork copies the mark of `join`'s
+memory, which exec had reset.
 
 With --torch it also runs N Python processes that each create torch's own c10d rendezvous
 handler (RendezvousParameters(backend="c10d") + get_rendezvous_handler().next_rendezvous())
@@ -105,6 +112,26 @@ def reap_orphans(deadline: float) -> list[tuple[int, float, "os.struct_rusage"]]
     raise RuntimeError("detached node processes still running at the timeout")
 
 
+def peak_rss_kib(pid: int) -> int:
+    """VmHWM of a live process (its own high-water mark since exec); 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def listen_port(pid: int) -> int | None:
+    """The --listen port in a live process's command line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        return int(argv[argv.index(b"--listen") + 1].rsplit(b":", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def socket_count(pid: int) -> int:
     """Sockets the process holds (its TCP connections and listeners); 0 once it is gone."""
     count = 0
@@ -139,7 +166,9 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
         t_files = None
         deadline = t0 + timeout
         sockets = [0] * nnodes
+        join_rss_kib = [0] * nnodes  # VmHWM of each `join` process
         kids: dict[int, int] = {}  # the detached child's pid -> its node
+        node_of_port = {port: i for i, port in enumerate(ports)}
         next_count = 0.0
         while time.monotonic() < deadline:
             if time.monotonic() >= next_count:
@@ -148,6 +177,12 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
                         family = [p.popen.pid, *children_of(p.popen.pid)]
                         kids.update({pid: i for pid in family[1:]})
                         sockets[i] = max(sockets[i], sum(map(socket_count, family)))
+                        join_rss_kib[i] = max(join_rss_kib[i], peak_rss_kib(p.popen.pid))
+                # Children whose `join` returned before a sample saw them are ours now.
+                for pid in set(children_of(os.getpid())) - set(kids) - {
+                        p.popen.pid for p in procs}:
+                    if (port := listen_port(pid)) in node_of_port:
+                        kids[pid] = node_of_port[port]
                 next_count = time.monotonic() + sample_every
             pending = {i for i in pending if not env_files[i].exists()}
             if not pending and t_files is None:
@@ -177,17 +212,27 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
         "stay": max([p.ended for p in procs] + [ended for _, ended, _ in orphans]) - t0,
         "cpu": sum(p.rusage.ru_utime + p.rusage.ru_stime for p in procs)
         + sum(r.ru_utime + r.ru_stime for _, _, r in orphans),
-        "rss": peak_rss_per_node(procs, orphans, kids),
+        "rss": peak_rss_per_node(join_rss_kib, orphans, kids),
         "sockets": sockets,
     }
 
 
-def peak_rss_per_node(procs, orphans, kids: dict[int, int]) -> list[float]:
-    """Each node's peak RSS in MiB: its `join` process or its detached child, the larger."""
-    rss = [p.peak_rss_mib for p in procs]
+def peak_rss_per_node(join_rss_kib: list[int], orphans, kids: dict[int, int]) -> list[float]:
+    """Each node's peak RSS in MiB: its `join` process or its detached child, the larger. A
+    child no sample saw (its `join` returned and it ended between two samples) is counted
+    alone: it began as a copy of its `join`, so its figure is at least that one's at the
+    fork."""
+    rss = [kib / 1024.0 for kib in join_rss_kib]
+    unmatched = []
     for pid, _, rusage in orphans:
         if pid in kids:
             rss[kids[pid]] = max(rss[kids[pid]], rusage.ru_maxrss / 1024.0)
+        else:
+            unmatched.append(rusage.ru_maxrss / 1024.0)
+    matched = set(kids.values())
+    unseen = [i for i in range(len(rss)) if i not in matched]
+    for i, child in zip(unseen, sorted(unmatched, reverse=True)):
+        rss[i] = max(rss[i], child)
     return rss
 
 
