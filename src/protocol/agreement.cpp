@@ -652,6 +652,34 @@ std::vector<std::string> Agreement::sample_missing_commit(Prng& prng, std::size_
   return picked;
 }
 
+std::optional<MemberKey> Agreement::blocked_by_gone(const MemberTable& table) const {
+  if (committed_ || not_admitted_ || !ready_ || !held_) return std::nullopt;
+  const View& view = views_.at(*held_);
+  const MemberList& members = *view.members;
+  update_superseded(view, table);
+  // Members that can never add a vote: those that promised not to (fenced) and gone
+  // processes whose vote we do not have.
+  bits::Bytes unable = view.claim.fenced;
+  std::optional<MemberKey> gone;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (bits::get(view.claim.voted, i)) continue;
+    const MemberKey& key = members[i];
+    const Member* row = table.find(key.endpoint);
+    const bool superseded = std::find(view.superseded.begin(), view.superseded.end(),
+                                      static_cast<std::uint32_t>(i)) != view.superseded.end();
+    const bool dead = row != nullptr && row->ann->generation == key.generation &&
+                      row->status == MemberStatus::dead;
+    if (!superseded && !dead) continue;
+    bits::set(unable, i);
+    if (!gone) gone = key;
+  }
+  if (!gone) return std::nullopt;
+  // Decidable when the others' votes can still make a quorum and win the base.
+  if (!blocking(unable, members.size()) && can_win_base(members, unable, table))
+    return std::nullopt;
+  return gone;
+}
+
 std::vector<std::string> Agreement::witnesses_wanted() const {
   if (committed_ || !held_ || !ready_) return {};
   const View& view = views_.at(*held_);

@@ -142,6 +142,13 @@ class Agreement {
   /// quorum but the base is not won, and these seeds are no members of it (dedicated seeds,
   /// or seeds cut off from the view). Empty otherwise.
   std::vector<std::string> witnesses_wanted() const;
+  /// A member whose process is gone (dead, or its endpoint runs a newer one) without its
+  /// vote in our copy of the view we are ready on, when the votes of that view's live
+  /// members could never decide it without such votes: nobody alive can learn whether the
+  /// view was decided (the gone process may have voted and committed), so this round can
+  /// never end here. Elastic jobs start the next round then (Rounds::blocked). None when
+  /// we are not ready, committed, or the live members' votes could still decide the view.
+  std::optional<MemberKey> blocked_by_gone(const MemberTable& table) const;
   /// Where the held (or committed) view stands with the quorum base, for progress lines and
   /// the timeout error: a round whose members are all ready may still wait for seeds.
   using BaseStatus = SeedQuorum;

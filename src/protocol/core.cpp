@@ -105,7 +105,9 @@ struct Core::Impl {
     start_round(now, RoundStarted{later, RoundReason::peer_moved_on, env.sender});
   }
   void start_round_if_due(Time now) {
-    if (auto next = rounds.due(ctx, outcome.commit_reported())) {
+    auto next = rounds.due(ctx, outcome.commit_reported());
+    if (!next) next = rounds.blocked(ctx, now);
+    if (next) {
       start_round(now, std::move(*next));
       step_agreement(now);
     }

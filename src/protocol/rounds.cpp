@@ -66,4 +66,21 @@ std::optional<RoundStarted> Rounds::due(const CoreContext& ctx, bool commit_repo
   return std::nullopt;
 }
 
+std::optional<RoundStarted> Rounds::blocked(const CoreContext& ctx, Time now) {
+  if (!ctx.config.elastic || ctx.left || ended_) return std::nullopt;
+  const auto gone = ctx.agreement.blocked_by_gone(ctx.table);
+  if (!gone) {
+    blocked_since_.reset();
+    return std::nullopt;
+  }
+  // A little longer than a later round's last call: a vote still on its way would settle it.
+  if (!blocked_since_) blocked_since_ = now;
+  if (now < *blocked_since_ + later_round_last_call(ctx.config)) return std::nullopt;
+  const Member* row = ctx.table.find(gone->endpoint);
+  const bool restarted = row != nullptr && row->ann->generation > gone->generation;
+  return RoundStarted{ctx.config.round + 1,
+                      restarted ? RoundReason::member_restarted : RoundReason::member_dead,
+                      gone->endpoint};
+}
+
 }  // namespace gossip_rdzv::protocol

@@ -18,10 +18,20 @@ class Rounds {
   /// The workers of this node failed: the next round is wanted once our commit is reported.
   void request() { requested_ = true; }
   /// A new round began: a request made in the last one is spent.
-  void started() { requested_ = false; }
+  void started() {
+    requested_ = false;
+    blocked_since_.reset();
+  }
   /// Why the round after ours should start now, if it should. `commit_reported`: this node
   /// reported its round's outcome (only then does it know the members whose loss matters).
   std::optional<RoundStarted> due(const CoreContext& ctx, bool commit_reported) const;
+
+  /// The next round, when the view this node is ready on has been blocked by a gone
+  /// member's missing vote (Agreement::blocked_by_gone) for later_round_last_call: the
+  /// votes that could settle it died with that process, so no live node can finish this
+  /// round. A round this node never committed ends this way; if the gone process did
+  /// commit it, that outcome was its alone. Elastic jobs only.
+  std::optional<RoundStarted> blocked(const CoreContext& ctx, Time now);
 
   /// This node reported a round's commit.
   void note_commit() { committed_once_ = true; }
@@ -35,6 +45,7 @@ class Rounds {
  private:
   bool requested_ = false;
   bool committed_once_ = false;
+  std::optional<Time> blocked_since_;  ///< when blocked() first saw the held view blocked
   bool ended_ = false;
 };
 

@@ -169,13 +169,11 @@ TEST(SimSweep, ManyMemberSeeds) {
 // and loss drawn from the seed; after the last fault every live member must commit one round
 // made of exactly the live members (and, when the scenario says so, all leave and see the job
 // finished). Every round is checked as round 0 is: one outcome, compared in full.
-// No run may break safety. The runs below stay blocked by the open liveness bugs listed in
+// No run may break safety. Runs listed here would stay blocked by an open liveness bug of
 // docs/simulation.md ("Elastic rounds: open failures", issue #22); they are still run and
-// must fail only on liveness, and any other failing run fails the test.
+// must fail only on liveness, and any other failing run fails the test. None is listed now.
 TEST(SimSweep, ElasticRounds) {
-  const std::set<std::string> known_blocked = {
-      "gossip-rdzv-sim --scenario elastic --nodes 8 --seed 181",
-  };
+  const std::set<std::string> known_blocked = {};
   std::vector<std::string> failed;
   const std::uint64_t runs = capped(1000);
   for (std::uint64_t seed = 1; seed <= runs; ++seed) {

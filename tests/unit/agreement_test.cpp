@@ -322,6 +322,36 @@ TEST(Agreement, SurvivorsOfAMemberThatDiedUnheardFenceItsViewAndAgreeWithoutIt) 
   for (Node* node : {&round.a, &round.b, &round.c}) node->agreement.check_invariants();
 }
 
+// Seeds 1 and 3 are the quorum base, so a view needs both their votes. Everyone is ready and
+// a and b voted; c dies before its vote reaches anyone. Nobody alive can ever decide the
+// view, nor tell whether c did: an elastic job starts the next round (Rounds::blocked).
+TEST(Agreement, AViewWhoseDecisionNeedsTheVoteOfAGoneMemberIsBlockedByIt) {
+  const std::vector<std::string> base = {endpoint(1), endpoint(3)};
+  Node a(1, 3, 3, base), b(2, 3, 3, base), c(3, 3, 3, base);
+  send(a, {&b, &c});                   // a proposes
+  send(b, {&a, &c});                   // b holds it
+  send(c, {&a, &b});                   // c holds it, sees proposed full: ready, and says so
+  send(a, {&b});                       // a ready
+  send(b, {&a});                       // b ready, sees ready full: votes
+  a.agreement.step(Time{1}, a.table);  // a votes
+  const auto held = a.agreement.held_view();
+  ASSERT_TRUE(held);
+  ASSERT_TRUE(bits::get(held->voted, 0) && bits::get(held->voted, 1));
+  ASSERT_FALSE(bits::get(held->voted, 2));
+  EXPECT_FALSE(a.agreement.committed());
+  EXPECT_FALSE(a.agreement.blocked_by_gone(a.table)) << "c may still vote";
+  a.table.declare_dead(endpoint(3), Time{2});
+  const auto gone = a.agreement.blocked_by_gone(a.table);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->endpoint, endpoint(3));
+  // Had c's vote reached a (it was on its way), the view would be a's outcome, not blocked.
+  send(b, {&c});  // c sees ready full and votes
+  send(c, {&a});
+  a.agreement.step(Time{2}, a.table);
+  EXPECT_TRUE(a.agreement.committed());
+  EXPECT_FALSE(a.agreement.blocked_by_gone(a.table));
+}
+
 TEST(Agreement, AWronglyBuriedMemberThatRefutesIsAgreedWithAgainAfterTheFence) {
   LastReadyUnheard round(3);  // --nnodes 3: nothing can be agreed without c
   const std::uint64_t fenced_attempt = round.c.agreement.held_view()->attempt;
