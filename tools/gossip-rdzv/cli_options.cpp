@@ -16,15 +16,23 @@
 #include <map>
 #include <sstream>
 
+#include "key_commands.hpp"
 #include "key_file.hpp"
 #include "option_values.hpp"
 #include "protocol/config_text.hpp"
 #include "protocol/duration.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/messages.hpp"
+#include "raw_options.hpp"
 #include "slurm.hpp"
 
 namespace gossip_rdzv::cli {
+
+// --key-file, with GOSSIP_RDZV_KEY_FILE for launchers (raw_options.hpp).
+void add_key_file(CLI::App& app, const std::string& help) {
+  app.add_option("--key-file", help)->envname("GOSSIP_RDZV_KEY_FILE")->option_text("PATH");
+}
+
 namespace {
 
 const std::map<std::string, std::string>& synopses() {
@@ -83,27 +91,6 @@ class SynopsisFormatter : public CLI::Formatter {
   }
 };
 
-// A usage error carries the complete first line; the command names the help to point at.
-// Raw text of every option, filled by CLI11, validated afterwards.
-struct RawOptions {
-  /// --key-file of the command given (or GOSSIP_RDZV_KEY_FILE): not filled by CLI11, which
-  /// applies the variable to every command's option, but read from the given command's.
-  std::string key_file;
-  bool key_file_given = false;
-  std::string keygen_path, key_argument;
-  bool keygen_path_given = false, force = false;
-  std::vector<std::string> seeds;
-  std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
-                                         join_timeout = "600s", last_call = "30s", env_file,
-                                         membership_file, format, profile = "lan", timeout = "5s",
-                                         max_restarts = "0", on_round;
-  bool env_file_given = false, membership_file_given = false, on_round_given = false;
-  bool serve_store = false;
-  bool watch = false;
-  bool quiet = false;
-  int verbose = 0;
-};
-
 void add_verbosity(CLI::App& app, RawOptions& raw) {
   app.add_flag("-q,--quiet", raw.quiet,
                "No progress, assignment table or warnings on stderr;\n"
@@ -121,13 +108,6 @@ void add_common(CLI::App& app, RawOptions& raw) {
                  "Protocol timing: lan, local (one machine, 10x faster)\n"
                  "or wan (default: lan)")
       ->type_name("NAME");
-}
-
-// --key-file, with GOSSIP_RDZV_KEY_FILE for launchers. Its value is read from this command's
-// option after parsing (RawOptions::key_file). option_text keeps CLI11's "(Env:...)" out of
-// the help's first column; `help` names the variable itself.
-void add_key_file(CLI::App& app, const std::string& help) {
-  app.add_option("--key-file", help)->envname("GOSSIP_RDZV_KEY_FILE")->option_text("PATH");
 }
 
 void add_join_options(CLI::App& app, RawOptions& raw) {
@@ -265,44 +245,6 @@ void add_doctor_options(CLI::App& app, RawOptions& raw) {
       ->type_name("DUR");
 }
 
-void add_keygen_options(CLI::App& app, RawOptions& raw) {
-  app.add_option("PATH", raw.keygen_path,
-                 "Write a new key file there, mode 0600, and print its key\n"
-                 "id (default: print the key alone on stdout)")
-      ->type_name("");
-  app.add_flag("--force", raw.force, "Replace the regular file at PATH if there is one");
-}
-
-void add_keys_action(CLI::App& app, RawOptions& raw, const char* key_help) {
-  add_key_file(app, std::string("Required. The key file to ") +
-                        (key_help != nullptr ? "change" : "list") +
-                        "\n(default: $GOSSIP_RDZV_KEY_FILE)");
-  if (key_help != nullptr) app.add_option("KEY", raw.key_argument, key_help)->type_name("");
-}
-
-const char* kKeygenDetails =
-    "keygen makes a new random job key (32 bytes). Copy the file to every\n"
-    "node (scp, a secret store) and give each the same --key-file, or add\n"
-    "the printed key to a running job's key files with `keys install`.\n";
-
-const char* kKeysDetails =
-    "keys rotates a running job's key with no downtime: install the new key\n"
-    "in every node's key file, make it primary with use (nodes then seal\n"
-    "with it and still accept the old one), then remove the old key. Each\n"
-    "step rewrites the file atomically, mode 0600; every agent, and every\n"
-    "worker's store client, picks the change up within 1 s. Finish a step on\n"
-    "every machine before the next. See docs/security.md.\n";
-
-const char* kKeygenFooter =
-    "Exit codes: 0 ok, 2 usage (PATH exists, or is not a regular file),\n"
-    "10 I/O error.\n"
-    "See docs/security.md.";
-
-const char* kKeysFooter =
-    "Exit codes: 0 ok, 2 usage (a bad KEY, a key file that cannot be read,\n"
-    "or a change refused), 10 I/O error.\n"
-    "See docs/security.md.";
-
 const char* kDoctorDetails =
     "doctor checks what stops a rendezvous before it starts: the seed name\n"
     "resolves (A and AAAA), the seed accepts TCP connections (refused, timed\n"
@@ -372,38 +314,10 @@ struct Parser {
     add_seed_options(*seed, raw);
     add_members_options(*members, raw);
     add_doctor_options(*doctor, raw);
-    add_key_commands();
-  }
-
-  void add_key_commands() {
-    keygen = app.add_subcommand("keygen", "Write a new job key file, or print a new key.");
-    keys = app.add_subcommand(
-        "keys", "Rotate the keys of a key file: install, use (make primary), remove, list.");
-    keys->require_subcommand(0, 1);
-    const std::pair<const char*, const char*> actions[] = {
-        {"install", "Add KEY to the key file, after its keys."},
-        {"use", "Make KEY the primary: the key this node seals with."},
-        {"remove", "Remove KEY from the key file (not the primary)."},
-        {"list", "Print the key ids of the key file, the primary first."}};
-    for (const auto& [name, description] : actions) {
-      key_actions.push_back(keys->add_subcommand(name, description));
-    }
-    for (auto* sub :
-         {keygen, keys, key_actions[0], key_actions[1], key_actions[2], key_actions[3]}) {
-      sub->formatter(app.get_formatter());
-      sub->allow_extras();
-      sub->footer(sub == keygen ? std::string(kKeygenDetails) + "\n" + kKeygenFooter
-                  : sub == keys ? std::string(kKeysDetails) + "\n" + kKeysFooter
-                                : kKeysFooter);
-    }
-    add_keygen_options(*keygen, raw);
-    add_keys_action(
-        *key_actions[0], raw,
-        "The key to add: base64 of 32 bytes, as\n`gossip-rdzv keygen` prints it, or - to read "
-        "it\nfrom stdin (a key file's first key), which keeps\nit out of the process list");
-    add_keys_action(*key_actions[1], raw, "The key, or its key id (16 hex digits)");
-    add_keys_action(*key_actions[2], raw, "The key, or its key id (16 hex digits)");
-    add_keys_action(*key_actions[3], raw, nullptr);
+    KeyCommands key_commands = add_key_commands(app, raw);
+    keygen = key_commands.keygen;
+    keys = key_commands.keys;
+    key_actions = std::move(key_commands.key_actions);
   }
 
   /// The command given: a subcommand, or for keys its action (keys itself without one).
@@ -573,67 +487,6 @@ CliOptions build_doctor(const RawOptions& raw) {
     reject("--timeout", raw.timeout, "must be longer than 0", "a duration such as 5s");
   }
   check_key_file(raw, options.config);
-  return options;
-}
-
-CliOptions build_keygen(const RawOptions& raw) {
-  CliOptions options;
-  options.command = Command::keygen;
-  if (raw.keygen_path_given) check_path("PATH", raw.keygen_path);
-  if (raw.force && raw.keygen_path.empty()) {
-    throw UsageError{"--force needs PATH: it replaces the file there"};
-  }
-  options.keygen_path = raw.keygen_path;
-  options.force = raw.force;
-  return options;
-}
-
-// KEY is never quoted back: it may be a secret, nearly right.
-CliOptions build_keys(const RawOptions& raw, KeysAction action) {
-  std::string key_argument = raw.key_argument;  // "-": read from stdin below
-  CliOptions options;
-  options.command = Command::keys;
-  options.keys_action = action;
-  if (raw.key_file.empty()) {
-    throw UsageError{raw.key_file_given ? "--key-file '': empty path (expected a file path)"
-                                        : "--key-file is required (expected the key file's "
-                                          "path; GOSSIP_RDZV_KEY_FILE may name it instead)"};
-  }
-  options.config.key_file = raw.key_file;
-  if (action == KeysAction::list) return options;
-  if (action == KeysAction::install && key_argument == "-") {
-    // A key given on the command line is readable by every user in /proc/PID/cmdline: read
-    // it from stdin instead, as a key file's first key (`keys install --key-file PATH - <
-    // new.key`).
-    std::string line;
-    key_argument.clear();
-    while (key_argument.empty() && std::getline(std::cin, line)) {
-      const auto first = line.find_first_not_of(" \t\r");
-      if (first == std::string::npos || line[first] == '#') continue;
-      const auto last = line.find_last_not_of(" \t\r");
-      key_argument = line.substr(first, last - first + 1);
-    }
-    if (key_argument.empty())
-      throw UsageError{
-          "KEY '-': stdin holds no key (give a key file there: keys install --key-file "
-          "PATH - < new.key)"};
-  }
-  const std::string key = "KEY (" + std::to_string(key_argument.size()) + " characters)";
-  const std::string a_key = "base64 of 32 bytes, as `gossip-rdzv keygen` prints it";
-  if (key_argument.empty()) {
-    throw UsageError{action == KeysAction::install
-                         ? "KEY is required (expected " + a_key + ")"
-                         : "KEY is required (expected a key or its key id, 16 hex digits)"};
-  }
-  if (action == KeysAction::install && !KeyFile::key_of(key_argument)) {
-    throw UsageError{key + " is not a key (expected " + a_key + ")"};
-  }
-  if (action != KeysAction::install && !KeyFile::key_of(key_argument) &&
-      !KeyFile::looks_like_id(key_argument)) {
-    throw UsageError{key + " is neither a key nor a key id (expected " + a_key +
-                     ", or its key id: 16 hex digits, as `gossip-rdzv keys list` prints)"};
-  }
-  options.key_argument = key_argument;
   return options;
 }
 
