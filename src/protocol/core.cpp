@@ -4,6 +4,7 @@
 #include "core.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "agreement_link.hpp"
@@ -38,7 +39,9 @@ struct Core::Impl {
     for (const auto& rumour : records) {
       if (rumour.ann.endpoint.empty()) continue;
       if (rumour.ann.endpoint == ctx.config.self.endpoint) {
-        if (!link.other_process_at_our_endpoint(ctx, rumour.ann)) detector.refute(ctx, rumour);
+        if (link.other_process_at_our_endpoint(ctx, rumour.ann)) continue;
+        detector.refute(ctx, rumour);
+        if (rumour.status != MemberStatus::alive) tell_alive(via, now);
         continue;
       }
       link.check_peer(ctx, rumour.ann);
@@ -47,6 +50,21 @@ struct Core::Impl {
       if (change != MemberChange::none) note_if_final(rumour);
     }
   }
+  /// `peer` sent us a rumour of our suspicion or death, so it holds us suspect or dead. Our
+  /// refutation spreads by gossip to the members we hold alive; when `peer` is one we hold
+  /// dead too (two sides of a long partition bury each other), nothing else would ever
+  /// carry it there. So it gets our row directly, at most once a gossip period.
+  void tell_alive(const std::string& peer, Time now) {
+    if (peer.empty() || peer == ctx.config.self.endpoint || ctx.left || ctx.config.seed_only)
+      return;
+    auto [it, first] = told_alive.try_emplace(peer, now);
+    if (!first && now < it->second + as_time(ctx.config.timing.gossip_interval)) return;
+    it->second = now;
+    Gossip news;
+    news.updates.push_back(ctx.self_record());
+    ctx.send(peer, std::move(news));
+  }
+  std::unordered_map<std::string, Time> told_alive;  ///< tell_alive(): when each peer was told
   /// A member left the job for good (merged, so it is the newest news of it): a joiner
   /// hears of it from us, and the job may be over for us too (Rounds::note_final).
   void note_if_final(const MemberRecord& record) {

@@ -237,6 +237,35 @@ TEST(FailureDetector, RefutingASuspicionOfOurselvesSlowsProbingUntilAcksCome) {
   ASSERT_TRUE(healthy_at.has_value()) << "no ack from node 3 within 20 s";
 }
 
+// Node 3 holds us dead (two sides of a long partition bury each other) and tells us so. We
+// refute, and node 3 gets our new row itself: it is no member we gossip to (we may hold it
+// dead too), so nothing else would carry the refutation there. Once a gossip period.
+TEST(FailureDetector, ARefutationGoesBackToThePeerThatToldUsOfOurDeath) {
+  LonelyProber node;
+  auto rows_to_3 = [&] {
+    std::vector<MemberRecord> rows;
+    while (auto out = node.core.poll_send()) {
+      const auto* gossip = std::get_if<Gossip>(&out->msg.body);
+      if (out->to != MiniNet::endpoint(3) || gossip == nullptr) continue;
+      for (const auto& row : gossip->updates)
+        if (row.ann.endpoint == MiniNet::endpoint(1)) rows.push_back(row);
+    }
+    return rows;
+  };
+  auto tell_dead = [&] {
+    Gossip rumour;
+    rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead});
+    node.core.on_message(node.now, envelope_from(3, std::move(rumour)));
+  };
+  tell_dead();
+  const auto told = rows_to_3();
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].status, MemberStatus::alive);
+  EXPECT_EQ(told[0].incarnation, 1u);
+  tell_dead();  // the same stale news again, within the period: no second message
+  EXPECT_TRUE(rows_to_3().empty());
+}
+
 // A dedicated seed probes the members it introduced like a member would: members that stay
 // up stay alive in its table, and members that left are buried, so `gossip-rdzv members`
 // does not list them as alive and the next job of the same run id is not handed them (it
