@@ -432,17 +432,15 @@ bool Agreement::choose_held(Time now, const MemberTable& table) {
     const ViewId top_id{top->claim.attempt, top->claim.digest};
     if (!top->acceptable && *target < top_id) {
       const View& ours = views_.at(*target);
-      const auto members = ours.members;
-      target = ensure_view(members, ours.seniors, top_id);
+      target = ensure_view(ours.members, ours.seniors, top_id);
     }
   }
   if (!target || (held_ && *target == *held_)) return false;
   if (held_ && *target < *held_) {
     // Held views only go up: offer the same members again under a fresh, higher id.
+    // (views_ is a map: `lower` stays valid while ensure_view adds a view.)
     const View& lower = views_.at(*target);
-    const auto members = lower.members;
-    const auto seniors = lower.seniors;
-    target = ensure_view(members, seniors);
+    target = ensure_view(lower.members, lower.seniors);
     if (!(*held_ < *target)) return false;
   }
   return hold(*target);

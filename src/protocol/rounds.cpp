@@ -73,7 +73,7 @@ std::optional<RoundStarted> Rounds::blocked(const CoreContext& ctx, Time now) {
     blocked_since_.reset();
     return std::nullopt;
   }
-  // A little longer than a later round's last call: a vote still on its way would settle it.
+  // For as long as a later round's last call: a vote still on its way would settle it.
   if (!blocked_since_) blocked_since_ = now;
   if (now < *blocked_since_ + later_round_last_call(ctx.config)) return std::nullopt;
   const Member* row = ctx.table.find(gone->endpoint);
