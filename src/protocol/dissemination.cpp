@@ -77,11 +77,16 @@ void Dissemination::pass_over_seeds(CoreContext& ctx, std::vector<std::string>& 
   }
 }
 
+// A push with no rumour and no claim tells nothing (memberlist's gossip() sends only when it
+// has broadcasts): nodes waiting for --nnodes MIN, whose rumours have all been retransmitted,
+// stay silent but for probes, instead of every node sending gossip_fanout empty messages a
+// period to a random peer (a TCP connection each, beyond the transport's cache).
 void Dissemination::push(CoreContext& ctx, std::size_t fanout) {
   for (const auto& peer : targets(ctx, fanout)) {
     Gossip gossip;
     gossip.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
     gossip.views = ctx.views(peer);
+    if (gossip.updates.empty() && gossip.views.empty()) continue;
     ctx.send(peer, std::move(gossip));
   }
 }

@@ -43,6 +43,7 @@ struct FreshJoiner {
     return c;
   }
   FreshJoiner(std::uint32_t min_nodes, int sample) : core(config(min_nodes)) {
+    this->min_nodes = min_nodes;
     core.start(now);
     JoinReply reply;
     reply.seed_is_member = true;
@@ -70,6 +71,22 @@ struct FreshJoiner {
   void run_until(Time end) {
     run_core_until(core, now, end, [this] { drain(); });
   }
+  /// As run_until, hearing a new rumour about a sampled member every gossip period: a node
+  /// with nothing to tell does not push, so counting picks needs news to carry.
+  void run_with_news_until(Time end, int sample) {
+    std::uint64_t incarnation = 0;
+    int next = 0;
+    const Time period = as_time(CoreConfig{}.timing.gossip_interval);
+    for (Time news = now; now < end; news += period) {
+      const int member = 3 + next++ % sample;
+      Gossip gossip;
+      gossip.updates.push_back(MemberRecord{announcement(member, min_nodes), ++incarnation, {}});
+      core.on_message(now, envelope_from(member, std::move(gossip)));
+      drain();
+      run_until(std::min(end, news + period));
+    }
+  }
+  std::uint32_t min_nodes = 0;
 };
 
 // Right after joining, a node knows its seed and the seed's sample of join_sample_size
@@ -77,12 +94,12 @@ struct FreshJoiner {
 // N joiners. Until a node knows MIN members, a seed is picked with weight known / MIN.
 TEST(Dissemination, FreshJoinerRarelyPushesToItsSeedBeforeItKnowsMinMembers) {
   FreshJoiner big(1000, 8);  // knows 10 of 1,000: keeps a seed on 1% of its picks
-  big.run_until(Time{std::chrono::seconds(10)});
+  big.run_with_news_until(Time{std::chrono::seconds(10)}, 8);
   ASSERT_GE(big.gossips, 100u);
   EXPECT_LE(big.gossip_to[MiniNet::endpoint(2)], big.gossips / 50) << big.gossips << " pushes";
 
   FreshJoiner full(10, 8);  // knows all of its 10: the seed is a member like any other
-  full.run_until(Time{std::chrono::seconds(10)});
+  full.run_with_news_until(Time{std::chrono::seconds(10)}, 8);
   ASSERT_GE(full.gossips, 100u);
   EXPECT_GE(full.gossip_to[MiniNet::endpoint(2)], full.gossips / 20) << full.gossips << " pushes";
 }
@@ -90,8 +107,43 @@ TEST(Dissemination, FreshJoinerRarelyPushesToItsSeedBeforeItKnowsMinMembers) {
 TEST(Dissemination, JoinerThatKnowsOnlyItsSeedStillPushesToIt) {
   FreshJoiner lonely(1000, 0);
   lonely.run_until(Time{std::chrono::seconds(5)});
-  ASSERT_GE(lonely.gossips, 10u);
+  ASSERT_GE(lonely.gossips, 1u);
   EXPECT_EQ(lonely.gossip_to[MiniNet::endpoint(2)], lonely.gossips);
+}
+
+// A node waiting for --nnodes MIN has no view to claim; once its rumours have been
+// retransmitted it pushes nothing (an empty push tells nothing) and only probes and
+// exchanges tables (push-pull), until it hears news, which it passes on.
+TEST(Dissemination, ANodeWithNothingToTellDoesNotPush) {
+  FreshJoiner waiting(1000, 8);
+  waiting.run_until(Time{std::chrono::seconds(5)});
+  ASSERT_GE(waiting.gossips, 1u) << "its own row and the sample's go out first";
+  const std::size_t pushed = waiting.gossips;
+  std::size_t pings = 0;
+  std::size_t exchanges = 0;
+  run_core_until(waiting.core, waiting.now, Time{std::chrono::seconds(15)}, [&] {
+    while (auto out = waiting.core.poll_send()) {
+      if (const auto* gossip = std::get_if<Gossip>(&out->msg.body)) {
+        if (gossip->want_reply) {
+          ++exchanges;
+        } else {
+          ++waiting.gossips;
+        }
+      }
+      if (const auto* ping = std::get_if<Ping>(&out->msg.body)) {
+        ++pings;
+        const auto host = out->to.substr(0, out->to.rfind(':'));
+        const int target = std::stoi(host.substr(host.rfind('.') + 1));
+        waiting.core.on_message(waiting.now, envelope_from(target, Ack{ping->seq}));
+      }
+    }
+  });
+  EXPECT_EQ(waiting.gossips, pushed) << "10 s with nothing new";
+  EXPECT_GE(pings, 5u) << "failure detection goes on";
+  EXPECT_GE(exchanges, 1u) << "anti-entropy goes on";
+
+  waiting.run_with_news_until(Time{std::chrono::seconds(16)}, 8);
+  EXPECT_GT(waiting.gossips, pushed) << "a rumour heard is passed on";
 }
 
 // A node whose table lacks members that a peer's view names pulls that peer's table at once
