@@ -57,14 +57,31 @@ struct Core::Impl {
   void tell_alive(const std::string& peer, Time now) {
     if (peer.empty() || peer == ctx.config.self.endpoint || ctx.left || ctx.config.seed_only)
       return;
-    auto [it, first] = told_alive.try_emplace(peer, now);
-    if (!first && now < it->second + as_time(ctx.config.timing.gossip_interval)) return;
-    it->second = now;
+    const Time period = as_time(ctx.config.timing.gossip_interval);
+    if (now >= told_window_start + period) {
+      // An entry older than a period no longer holds anything back: dropping them keeps the
+      // map to this period's and the last one's accusers, at most 2 * kMaxAccusersTold.
+      std::erase_if(told_alive, [&](const auto& entry) { return entry.second + period <= now; });
+      told_window_start = now;
+      told_in_window = 0;
+    }
+    auto it = told_alive.find(peer);
+    if (it != told_alive.end() && now < it->second + period) return;
+    // The sender's endpoint is its own claim: a flood of rumours under made-up senders must
+    // not make us write to every address it names. One refutation that reaches the other
+    // side spreads there by gossip, so a few a period are enough after a partition heals.
+    if (told_in_window >= kMaxAccusersTold) return;
+    ++told_in_window;
+    told_alive.insert_or_assign(peer, now);
     Gossip news;
     news.updates.push_back(ctx.self_record());
     ctx.send(peer, std::move(news));
   }
+  /// Accusers tell_alive() answers per gossip period.
+  static constexpr std::size_t kMaxAccusersTold = 8;
   std::unordered_map<std::string, Time> told_alive;  ///< tell_alive(): when each peer was told
+  Time told_window_start{0};
+  std::size_t told_in_window = 0;
   /// A member left the job for good (merged, so it is the newest news of it): a joiner
   /// hears of it from us, and the job may be over for us too (Rounds::note_final).
   void note_if_final(const MemberRecord& record) {

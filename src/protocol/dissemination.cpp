@@ -77,16 +77,12 @@ void Dissemination::pass_over_seeds(CoreContext& ctx, std::vector<std::string>& 
   }
 }
 
-// A push with no rumour and no claim tells nothing (memberlist's gossip() sends only when it
-// has broadcasts): nodes waiting for --nnodes MIN, whose rumours have all been retransmitted,
-// stay silent but for probes, instead of every node sending gossip_fanout empty messages a
-// period to a random peer (a TCP connection each, beyond the transport's cache).
-void Dissemination::push(CoreContext& ctx, std::size_t fanout) {
+void Dissemination::push(CoreContext& ctx, std::size_t fanout, bool skip_empty) {
   for (const auto& peer : targets(ctx, fanout)) {
     Gossip gossip;
     gossip.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
     gossip.views = ctx.views(peer);
-    if (gossip.updates.empty() && gossip.views.empty()) continue;
+    if (skip_empty && gossip.updates.empty() && gossip.views.empty()) continue;
     ctx.send(peer, std::move(gossip));
   }
 }
@@ -98,11 +94,17 @@ std::vector<MemberRecord> Dissemination::full_state(const CoreContext& ctx) {
   return records;
 }
 
+// Before this round's outcome, a push with no update and no claim tells nothing (memberlist's
+// gossip() sends only when it has broadcasts): nodes waiting for --nnodes MIN, whose updates
+// have all been retransmitted, stay silent but for probes and push-pull, instead of each
+// sending gossip_fanout empty messages a period to random peers (a TCP connection each,
+// beyond the transport's cache). After the outcome there is no push-pull, and an empty push
+// is what makes a peer that knows more answer (the outcome, a member's leave): it stays.
 void Dissemination::tick(CoreContext& ctx, Time now, bool exchanging, const AgreementLink& link) {
   const Timing& timing = ctx.config.timing;
   if (now >= next_gossip_at_) {
     next_gossip_at_ = now + as_time(timing.gossip_interval);
-    push(ctx, timing.gossip_fanout);
+    push(ctx, timing.gossip_fanout, exchanging);
     gossip_to_the_dead(ctx, now);
     link.ask_witnesses(ctx);
     last_push_at_ = now;
@@ -111,7 +113,7 @@ void Dissemination::tick(CoreContext& ctx, Time now, bool exchanging, const Agre
   if (ctx.dirty && now >= last_push_at_ + as_time(timing.min_push_gap)) {
     // New information goes out at once, not on the next period: a rendezvous should cost
     // a few round trips, not a few gossip intervals.
-    push(ctx, timing.gossip_fanout);
+    push(ctx, timing.gossip_fanout, exchanging);
     link.ask_witnesses(ctx);
     last_push_at_ = now;
     ctx.dirty = false;

@@ -25,8 +25,9 @@ class Dissemination {
   /// When tick next has work; `pushing`: joined and not quiet.
   Time next_wakeup(const CoreContext& ctx, bool pushing, bool exchanging) const;
 
-  /// Gossip with piggybacked rumours and our claims to `fanout` peers.
-  void push(CoreContext& ctx, std::size_t fanout);
+  /// Gossip with piggybacked rumours and our claims to `fanout` peers; with `skip_empty`,
+  /// none to a peer for whom there is neither.
+  void push(CoreContext& ctx, std::size_t fanout, bool skip_empty = false);
   /// A push went out now (the news gap runs from here).
   void note_pushed(Time now) { last_push_at_ = now; }
   /// The next tick exchanges full tables with a peer.

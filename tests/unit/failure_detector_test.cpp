@@ -266,6 +266,43 @@ TEST(FailureDetector, ARefutationGoesBackToThePeerThatToldUsOfOurDeath) {
   EXPECT_TRUE(rows_to_3().empty());
 }
 
+// The accuser's endpoint is the sender's own claim: rumours of our death under a hundred
+// made-up senders get a bounded number of direct answers a gossip period, and the next
+// period answers again.
+TEST(FailureDetector, RefutationsToAccusersAreBoundedPerGossipPeriod) {
+  LonelyProber node;
+  auto direct_refutations = [&] {
+    std::set<std::string> told;
+    while (auto out = node.core.poll_send()) {
+      const auto* gossip = std::get_if<Gossip>(&out->msg.body);
+      if (gossip == nullptr || gossip->updates.size() != 1) continue;
+      if (gossip->updates[0].ann.endpoint == MiniNet::endpoint(1) &&
+          gossip->updates[0].status == MemberStatus::alive && out->to.rfind("10.9.", 0) == 0)
+        told.insert(out->to);
+    }
+    return told.size();
+  };
+  auto accuse = [&](int first, int count) {
+    for (int i = first; i < first + count; ++i) {
+      Envelope env = envelope_from(3, Gossip{});
+      env.sender = "10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":29400";
+      Gossip rumour;
+      rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead});
+      env.body = std::move(rumour);
+      node.core.on_message(node.now, env);
+    }
+  };
+  accuse(0, 100);
+  const std::size_t first = direct_refutations();
+  EXPECT_GE(first, 1u);
+  EXPECT_LE(first, 8u) << "one period's answers to made-up accusers";
+  node.now += as_time(CoreConfig{}.timing.gossip_interval);
+  accuse(100, 100);
+  const std::size_t second = direct_refutations();
+  EXPECT_GE(second, 1u) << "a new period answers again";
+  EXPECT_LE(second, 8u);
+}
+
 // A dedicated seed probes the members it introduced like a member would: members that stay
 // up stay alive in its table, and members that left are buried, so `gossip-rdzv members`
 // does not list them as alive and the next job of the same run id is not handed them (it
