@@ -77,10 +77,22 @@ void Dissemination::pass_over_seeds(CoreContext& ctx, std::vector<std::string>& 
   }
 }
 
+// Once we left, every push names our leave: its retransmissions may all have gone out while
+// a peer that left at the same moment was already dead to everyone who had it queued, and
+// that peer's job ends only when it knows every member of the round left
+// (`gossip-rdzv-sim --scenario elastic --nodes 8 --seed 4101` before this).
+void Dissemination::add_own_leave(const CoreContext& ctx, std::vector<MemberRecord>& updates) {
+  if (!ctx.left) return;
+  for (const auto& update : updates)
+    if (update.ann.endpoint == ctx.config.self.endpoint) return;
+  updates.push_back(ctx.self_record());
+}
+
 void Dissemination::push(CoreContext& ctx, std::size_t fanout, bool skip_empty) {
   for (const auto& peer : targets(ctx, fanout)) {
     Gossip gossip;
     gossip.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
+    add_own_leave(ctx, gossip.updates);
     gossip.views = ctx.views(peer);
     if (skip_empty && gossip.updates.empty() && gossip.views.empty()) continue;
     ctx.send(peer, std::move(gossip));
@@ -157,6 +169,7 @@ void Dissemination::gossip_to_the_dead(CoreContext& ctx, Time now) {
   if (!buried) return;
   Gossip gossip;
   gossip.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
+  add_own_leave(ctx, gossip.updates);
   if (const Member* row = ctx.table.find(*buried)) gossip.updates.push_back(ctx.table.record(*row));
   gossip.views = ctx.views(*buried);
   ctx.send(*buried, std::move(gossip));

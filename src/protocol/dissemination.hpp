@@ -42,6 +42,8 @@ class Dissemination {
   void pass_over_seeds(CoreContext& ctx, std::vector<std::string>& picked);
   std::optional<std::string> push_pull_partner(CoreContext& ctx);
   void gossip_to_the_dead(CoreContext& ctx, Time now);
+  /// After we left: our final row joins `updates` unless it is there.
+  static void add_own_leave(const CoreContext& ctx, std::vector<MemberRecord>& updates);
   Time push_pull_gap(const CoreContext& ctx) const;
   static std::vector<MemberRecord> full_state(const CoreContext& ctx);
 

@@ -272,6 +272,20 @@ void Simulator::Impl::elastic_verdict() {
                                    : "no round made of every live member committed on all of them";
   what += " by the deadline " + seconds_text(deadline());
   if (!why.empty()) what += " (" + why + ")";
+  if (leave_started) {
+    std::string unfinished;
+    for (std::uint32_t i = 0; i < slots.size(); ++i) {
+      if (!slots[i].core || slots[i].spec.seed_only || slots[i].core->job_finished()) continue;
+      unfinished += (unfinished.empty() ? "" : "; ") + std::to_string(i) + ", which holds";
+      for (const auto& member : slots[i].core->snapshot().members) {
+        if (member.status == protocol::MemberStatus::dead) continue;
+        unfinished += " " + member.ann.endpoint + "/g" + std::to_string(member.ann.generation) +
+                      (member.status == protocol::MemberStatus::suspect ? " suspect" : "") +
+                      " inc " + std::to_string(member.incarnation);
+      }
+    }
+    what += " (slots that did not: " + unfinished + ")";
+  }
   checker.fail(FailureKind::liveness, deadline(), what);
 }
 

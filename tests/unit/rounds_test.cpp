@@ -3,6 +3,7 @@
 // later round; every round has one outcome; a member that left on purpose ends no round.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -163,6 +164,33 @@ TEST(Rounds, AMemberThatLeftOnPurposeStartsNoRoundAndTheJobEndsWhenAllLeft) {
   net.node(2)->leave(net.now());
   ASSERT_TRUE(net.run([&] { return net.node(1)->job_finished() && net.node(2)->job_finished(); }));
   EXPECT_FALSE(net.node(1)->request_next_round(net.now()));
+}
+
+// A member that left names its leave in every push, not only while the rumour's
+// retransmissions last: members that left at the same moment hold each other dead and had
+// spent those retransmissions on the others, and a member's job ends only once it knows
+// that every member of the round left (`gossip-rdzv-sim --scenario elastic --nodes 8
+// --seed 4101` never ended before).
+TEST(Rounds, AMemberThatLeftNamesItsLeaveInEveryPush) {
+  MiniNet net(4, 4);
+  for (int i = 1; i <= 4; ++i) net.add(i, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3, 4}, 0); }));
+  net.node(1)->leave(net.now());
+  std::size_t pushes = 0;
+  std::size_t without_leave = 0;
+  net.on_send = [&](const std::string& from, const std::string&, const Envelope& msg) {
+    const auto* gossip = std::get_if<Gossip>(&msg.body);
+    if (from != MiniNet::endpoint(1) || gossip == nullptr) return;
+    ++pushes;
+    const bool named = std::any_of(gossip->updates.begin(), gossip->updates.end(), [](auto& r) {
+      return r.ann.endpoint == MiniNet::endpoint(1) && is_final_death(r);
+    });
+    if (!named) ++without_leave;
+  };
+  net.run([] { return false; }, 3s);
+  // Its own row is queued for retransmit_mult (4) * ceil(log2 5) = 12 transmissions.
+  EXPECT_GT(pushes, 12u) << "more pushes than its rumour's retransmissions";
+  EXPECT_EQ(without_leave, 0u);
 }
 
 TEST(Rounds, ANodeCutOffMidJobLearnsItWasLeftOutAndRejoinsALaterRound) {
