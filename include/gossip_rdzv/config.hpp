@@ -30,6 +30,9 @@ struct GOSSIP_RDZV_API Timing {
   std::uint32_t probe_rounds = 2;     ///< unanswered probe periods in a row before a suspicion
   std::uint32_t suspicion_mult = 4;   ///< suspect -> dead: see suspicion_timeout()
   milliseconds suspicion_min{2000};   ///< suspect -> dead never sooner than this
+  /// Lifeguard (memberlist's SuspicionMaxTimeoutMult): a suspicion no other member confirms
+  /// lasts this many times suspicion_timeout(); see suspicion_confirmations(). 1: fixed.
+  std::uint32_t suspicion_max_mult = 6;
   milliseconds push_pull_interval{
       5000};  ///< full-state exchange with one random peer (anti-entropy)
   std::uint32_t retransmit_mult =
@@ -54,6 +57,16 @@ struct GOSSIP_RDZV_API Timing {
   /// at least suspicion_min. A node passes max(members it knows, --nnodes MIN); the
   /// simulator uses the same function for its scenarios and its termination bound.
   milliseconds suspicion_timeout(std::size_t members) const;
+  /// Members other than the first accuser that must suspect the same incarnation for the
+  /// timeout to come down from suspicion_max_mult * suspicion_timeout() to
+  /// suspicion_timeout(); each one shortens it logarithmically (memberlist): suspicion_mult
+  /// - 2, or 0 (the timeout is suspicion_timeout() from the start) when fewer than that many
+  /// members besides the suspect and its accuser exist.
+  std::uint32_t suspicion_confirmations(std::size_t members) const;
+  /// The longest a suspicion lasts on a healthy node before its member is declared dead:
+  /// suspicion_max_mult * suspicion_timeout() when confirmations are expected (none came),
+  /// else suspicion_timeout(). Local health multiplies both (docs/protocol.md).
+  milliseconds suspicion_timeout_max(std::size_t members) const;
 
   static Timing lan();
   static Timing local();  ///< one machine, loopback: 10x faster periods

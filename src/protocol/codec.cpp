@@ -233,10 +233,11 @@ void layout(Io& io, In<Announcement, Io>& a) {
 
 template <class Io>
 void layout(Io& io, In<MemberRecord, Io>& r) {
-  io.begin(3);
+  io.begin(4);
   io.field("ann", r.ann);
   io.field("incarnation", r.incarnation);
   io.field("status", r.status);
+  io.field("accuser", r.accuser);
 }
 
 template <class Io>

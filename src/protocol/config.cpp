@@ -73,6 +73,17 @@ milliseconds Timing::suspicion_timeout(std::size_t members) const {
   return std::max(computed, suspicion_min);
 }
 
+std::uint32_t Timing::suspicion_confirmations(std::size_t members) const {
+  if (suspicion_mult <= 2 || suspicion_max_mult <= 1) return 0;
+  const std::uint32_t expected = suspicion_mult - 2;
+  return members < std::size_t{expected} + 2 ? 0 : expected;
+}
+
+milliseconds Timing::suspicion_timeout_max(std::size_t members) const {
+  const milliseconds min = suspicion_timeout(members);
+  return suspicion_confirmations(members) == 0 ? min : min * std::max(suspicion_max_mult, 1u);
+}
+
 // ---- validation ------------------------------------------------------------------------------
 
 namespace {
@@ -177,6 +188,12 @@ std::optional<ConfigProblem> find_timing_problem(const Timing& timing) {
     return ConfigProblem{"timing.probe_rounds", "", "0", "must be at least 1",
                          "the unanswered probe periods in a row before a member is suspected "
                          "(default 2)"};
+  }
+  if (timing.suspicion_max_mult == 0 || timing.suspicion_max_mult > 100) {
+    return ConfigProblem{"timing.suspicion_max_mult", "", std::to_string(timing.suspicion_max_mult),
+                         "must be 1 to 100",
+                         "how many times longer an unconfirmed suspicion lasts (default 6, "
+                         "1 for a fixed timeout)"};
   }
   if (timing.gossip_fanout == 0) {
     return ConfigProblem{"timing.gossip_fanout", "", "0",

@@ -45,7 +45,7 @@ struct Core::Impl {
         continue;
       }
       link.check_peer(ctx, rumour.ann);
-      const auto change = ctx.table.merge(rumour, now, now + ctx.suspicion_timeout(), via);
+      const auto change = ctx.table.merge(rumour, now, ctx.suspicion_clock(now), via);
       detector.note_member_change(ctx, change, rumour);
       if (change != MemberChange::none) note_if_final(rumour);
     }

@@ -66,8 +66,8 @@ void CoreContext::reply(const std::string& to, Body body) {
 }
 
 MemberRecord CoreContext::self_record() const {
-  if (left) return MemberRecord{config.self, left_incarnation, MemberStatus::dead};
-  return MemberRecord{config.self, incarnation, MemberStatus::alive};
+  if (left) return MemberRecord{config.self, left_incarnation, MemberStatus::dead, {}};
+  return MemberRecord{config.self, incarnation, MemberStatus::alive, {}};
 }
 
 void CoreContext::note_final(const MemberRecord& record) {
@@ -82,15 +82,21 @@ std::uint32_t CoreContext::retransmits() const {
   return config.timing.retransmit_mult * static_cast<std::uint32_t>(std::ceil(std::log2(n)));
 }
 
-Time CoreContext::suspicion_timeout() const {
+SuspicionClock CoreContext::suspicion_clock(Time now) const {
   // N is at least --nnodes MIN: a node that joined late knows few members yet, and with
   // the timeout of a small cluster it declared live members dead, for everyone, before
   // their refutation reached it (docs/protocol.md, "Suspicion").
+  const std::size_t members = std::max<std::size_t>(cluster_size(), config.min_nodes);
+  const Timing& timing = config.timing;
+  SuspicionClock clock;
+  clock.start = now;
   // A node that is itself slow (local_health) cannot tell a slow peer from a dead one, and
   // the peer's refutation may be among the messages it has not read yet: it waits longer.
-  return as_time(config.timing.suspicion_timeout(
-             std::max<std::size_t>(cluster_size(), config.min_nodes))) *
-         (local_health + 1);
+  clock.min = as_time(timing.suspicion_timeout(members)) * (local_health + 1);
+  clock.max = clock.min * std::max<std::uint32_t>(timing.suspicion_max_mult, 1);
+  // Confirmations can only come from members that exist: the ones we hold alive, not MIN.
+  clock.expected = timing.suspicion_confirmations(cluster_size());
+  return clock;
 }
 
 std::vector<ViewClaim> CoreContext::views(const std::string& peer) const {

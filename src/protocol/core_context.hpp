@@ -91,7 +91,11 @@ struct CoreContext {
   std::size_t cluster_size() const { return table.live_peer_count() + 1; }
   /// How many times a rumour is piggybacked: retransmit_mult * ceil(log2(N + 1)).
   std::uint32_t retransmits() const;
-  Time suspicion_timeout() const;
+  /// The clock of a suspicion this node starts or learns at `now` (suspicion.hpp): `min` is
+  /// Timing::suspicion_timeout for max(N, --nnodes MIN) times local health + 1, `max` that
+  /// times suspicion_max_mult, and suspicion_mult - 2 confirmations (none when the members
+  /// we hold alive are too few to give them) bring it down to `min`.
+  SuspicionClock suspicion_clock(Time now) const;
 
   /// Our claims for `peer`: by reference for views it is known to hold (docs/protocol.md).
   std::vector<ViewClaim> views(const std::string& peer) const;

@@ -34,7 +34,9 @@ void FailureDetector::note_member_change(CoreContext& ctx, MemberChange change,
   // storm every node learns a row every few milliseconds and would push each time (the
   // agreement pushes at once what the rendezvous waits for: the claims).
   ctx.table.enqueue(rumour.ann.endpoint, ctx.retransmits());
-  if (change != MemberChange::joined) ctx.dirty = true;
+  // A confirmation only shortens a timeout of seconds: the periodic push carries it soon
+  // enough, and pushing at once would make every member push for every accuser.
+  if (change != MemberChange::joined && change != MemberChange::confirmed) ctx.dirty = true;
   switch (change) {
     case MemberChange::joined:
     case MemberChange::restarted:
@@ -74,7 +76,13 @@ void FailureDetector::tick_suspicions(CoreContext& ctx, Time now) {
 }
 
 void FailureDetector::suspect(CoreContext& ctx, const std::string& endpoint, Time now) {
-  if (!ctx.table.suspect(endpoint, now + ctx.suspicion_timeout())) return;
+  const std::string& self = ctx.config.self.endpoint;
+  if (!ctx.table.suspect(endpoint, ctx.suspicion_clock(now), self)) {
+    // Suspected already, by others: our own unanswered probes confirm it (Lifeguard), and
+    // the confirmation spreads under our name so that every member's timeout shrinks.
+    if (ctx.table.confirm(endpoint, self)) ctx.table.enqueue(endpoint, ctx.retransmits());
+    return;
+  }
   ctx.table.enqueue(endpoint, ctx.retransmits());
   ctx.dirty = true;
   ctx.events.push_back(MemberSuspected{endpoint});

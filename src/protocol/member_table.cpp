@@ -45,7 +45,10 @@ void MemberTable::index_row(std::uint32_t row, std::uint64_t hash) {
 
 void MemberTable::set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline) {
   Member& row = rows_[index];
-  if (row.status == MemberStatus::suspect) suspects_.erase({row.suspect_deadline, index});
+  if (row.status == MemberStatus::suspect) {
+    suspects_.erase({row.suspect_deadline, index});
+    suspicions_.erase(index);
+  }
   row.status = status;
   if (status == MemberStatus::suspect) {
     row.suspect_deadline = suspect_deadline;
@@ -63,26 +66,67 @@ void MemberTable::set_self(const MemberRecord& self) {
   set_status(index, self.status, row.suspect_deadline);
 }
 
-MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, Time suspicion_deadline,
+void MemberTable::begin_suspicion(std::uint32_t index, const SuspicionClock& clock,
+                                  const std::string& accuser) {
+  suspicions_[index] = Suspicion{clock, {}};
+  add_accuser(index, accuser);
+  move_deadline(index, clock.deadline(0));
+}
+
+bool MemberTable::add_accuser(std::uint32_t index, const std::string& accuser) {
+  auto it = suspicions_.find(index);
+  if (it == suspicions_.end()) return false;
+  Suspicion& suspicion = it->second;
+  if (suspicion.accusers.size() > suspicion.clock.expected) return false;  // at `min` already
+  const auto accuser_row = index_of(accuser);
+  if (!accuser_row || *accuser_row == index) return false;
+  if (std::find(suspicion.accusers.begin(), suspicion.accusers.end(), *accuser_row) !=
+      suspicion.accusers.end())
+    return false;
+  suspicion.accusers.push_back(*accuser_row);
+  return true;
+}
+
+void MemberTable::move_deadline(std::uint32_t index, Time deadline) {
+  Member& row = rows_[index];
+  suspects_.erase({row.suspect_deadline, index});
+  row.suspect_deadline = deadline;
+  suspects_.emplace(deadline, index);
+}
+
+bool MemberTable::confirm(const std::string& endpoint, const std::string& accuser) {
+  auto index = index_of(endpoint);
+  if (!index || rows_[*index].status != MemberStatus::suspect) return false;
+  if (!add_accuser(*index, accuser)) return false;
+  const Suspicion& suspicion = suspicions_.at(*index);
+  // The first accuser started the suspicion; every further one is a confirmation. A first
+  // accuser we held no row for left the list empty: the earliest one we know counts as it.
+  const auto confirmations = static_cast<std::uint32_t>(suspicion.accusers.size() - 1);
+  move_deadline(*index, suspicion.clock.deadline(confirmations));
+  return confirmations > 0;
+}
+
+MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, const SuspicionClock& clock,
                                 const std::string& via) {
   auto found = index_of(rumour.ann.endpoint);
   if (!found) {
     if (rows_.size() >= kMaxRows) return MemberChange::none;  // see kMaxRows
     const std::uint32_t index = insert(rumour);
     rows_[index].via = teller_id(via);
-    set_status(index, rumour.status, suspicion_deadline);
+    set_status(index, rumour.status, clock.deadline(0));
+    if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
     track_liveness(index);
     if (rumour.status == MemberStatus::dead) ++liveness_version_;
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
   }
-  MemberChange change = apply(*found, rumour, suspicion_deadline);
+  MemberChange change = apply(*found, rumour, clock);
   if (change != MemberChange::none) rows_[*found].via = teller_id(via);
   if (change == MemberChange::died) recent_deaths_.push_back(Death{*found, now});
   return change;
 }
 
 MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
-                                Time suspicion_deadline) {
+                                const SuspicionClock& clock) {
   Member& row = rows_[index];
   if (rumour.ann.generation < row.ann->generation) return MemberChange::none;
   if (rumour.ann.generation > row.ann->generation) {
@@ -92,7 +136,8 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
     row.ann = &pool_->announcement(rumour.ann);
     row.incarnation = rumour.incarnation;
     row.last_heard = Time{0};
-    set_status(index, rumour.status, suspicion_deadline);
+    set_status(index, rumour.status, clock.deadline(0));
+    if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
     ++version_;
     ++liveness_version_;
     generation_log_.push_back(index);
@@ -110,9 +155,13 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
       if (!newer) return MemberChange::none;
       break;
     case MemberStatus::suspect:
+      if (same && row.status == MemberStatus::suspect) {
+        return confirm(row.ann->endpoint, rumour.accuser) ? MemberChange::confirmed
+                                                          : MemberChange::none;
+      }
       if (!(newer || (same && row.status == MemberStatus::alive))) return MemberChange::none;
       change = row.status == MemberStatus::suspect ? MemberChange::none : MemberChange::suspected;
-      deadline = suspicion_deadline;
+      deadline = clock.deadline(0);
       break;
     case MemberStatus::dead:
       if (!(newer || (same && row.status != MemberStatus::dead))) return MemberChange::none;
@@ -123,6 +172,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
       (row.status == MemberStatus::dead) != (rumour.status == MemberStatus::dead);
   row.incarnation = rumour.incarnation;
   set_status(index, rumour.status, deadline);
+  if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
   if (liveness_changed) {
     ++version_;
     ++liveness_version_;
@@ -138,10 +188,12 @@ void MemberTable::heard_from(const std::string& endpoint, std::uint64_t generati
   if (index && rows_[*index].ann->generation == generation) rows_[*index].last_heard = now;
 }
 
-bool MemberTable::suspect(const std::string& endpoint, Time deadline) {
+bool MemberTable::suspect(const std::string& endpoint, const SuspicionClock& clock,
+                          const std::string& accuser) {
   auto index = index_of(endpoint);
   if (!index || rows_[*index].status != MemberStatus::alive) return false;
-  set_status(*index, MemberStatus::suspect, deadline);
+  set_status(*index, MemberStatus::suspect, clock.deadline(0));
+  begin_suspicion(*index, clock, accuser);
   return true;
 }
 
@@ -212,7 +264,13 @@ const std::string& MemberTable::teller(const Member& member) const {
 }
 
 MemberRecord MemberTable::record(const Member& member) const {
-  return MemberRecord{*member.ann, member.incarnation, member.status};
+  MemberRecord record{*member.ann, member.incarnation, member.status, {}};
+  if (member.status != MemberStatus::suspect) return record;
+  // The row's index is its position in the deque (rows are never removed).
+  auto it = suspicions_.find(*index_of(member.ann->endpoint));
+  if (it != suspicions_.end() && !it->second.accusers.empty())
+    record.accuser = rows_[it->second.accusers.back()].ann->endpoint;
+  return record;
 }
 
 const Announcement* MemberTable::announcement(const MemberKey& key) const {

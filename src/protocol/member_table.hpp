@@ -17,12 +17,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "intern_pool.hpp"
 #include "messages.hpp"
 #include "prng.hpp"
+#include "suspicion.hpp"
 #include "time.hpp"
 
 namespace gossip_rdzv::protocol {
@@ -37,7 +39,9 @@ struct Member {
 };
 
 /// What a merge did, so the core can raise the matching event.
-enum class MemberChange { none, joined, suspected, died, recovered, restarted };
+/// `confirmed`: another member suspects a suspect at the same incarnation (its deadline moved
+/// closer, suspicion.hpp); news to spread, no event.
+enum class MemberChange { none, joined, suspected, died, recovered, restarted, confirmed };
 
 class MemberTable {
  public:
@@ -52,8 +56,9 @@ class MemberTable {
   /// Applies a rumour about another member using SWIM's precedence (newer generation wins;
   /// then higher incarnation; at equal incarnation dead > suspect > alive). Rumours about
   /// ourselves are not handled here (the core refutes them). A new endpoint beyond kMaxRows
-  /// is ignored (MemberChange::none).
-  MemberChange merge(const MemberRecord& rumour, Time now, Time suspicion_deadline,
+  /// is ignored (MemberChange::none). A suspicion it starts runs on `clock`; a rumour of the
+  /// same suspicion from another accuser confirms it (MemberChange::confirmed).
+  MemberChange merge(const MemberRecord& rumour, Time now, const SuspicionClock& clock,
                      const std::string& via);
 
   /// Inserts or refreshes our own row.
@@ -61,7 +66,13 @@ class MemberTable {
 
   /// A message arrived from this member itself.
   void heard_from(const std::string& endpoint, std::uint64_t generation, Time now);
-  bool suspect(const std::string& endpoint, Time deadline);
+  /// Starts suspecting a live member on `clock`, `accuser` (us) being its first accuser.
+  bool suspect(const std::string& endpoint, const SuspicionClock& clock,
+               const std::string& accuser);
+  /// `accuser` suspects a member we already suspect: true if that is a new confirmation
+  /// (the deadline moved closer, suspicion.hpp). Only accusers we hold a row for count, so
+  /// made-up names confirm nothing and cost no memory.
+  bool confirm(const std::string& endpoint, const std::string& accuser);
   bool declare_dead(const std::string& endpoint, Time now);
   /// A member declared dead since `since`, chosen uniformly (memberlist gossips to the dead
   /// for a while so that a wrongly buried member learns it and refutes).
@@ -139,8 +150,13 @@ class MemberTable {
   std::uint32_t insert(const MemberRecord& record);
   void index_row(std::uint32_t row, std::uint64_t hash);
   void set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline);
+  /// The row just became a suspect: its suspicion runs on `clock` from `accuser`.
+  void begin_suspicion(std::uint32_t index, const SuspicionClock& clock,
+                       const std::string& accuser);
+  bool add_accuser(std::uint32_t index, const std::string& accuser);
+  void move_deadline(std::uint32_t index, Time deadline);
   void track_liveness(std::uint32_t index);
-  MemberChange apply(std::uint32_t index, const MemberRecord& rumour, Time suspicion_deadline);
+  MemberChange apply(std::uint32_t index, const MemberRecord& rumour, const SuspicionClock& clock);
   std::uint32_t teller_id(const std::string& endpoint);
   void link(std::uint32_t row);
   void unlink(std::uint32_t row);
@@ -156,6 +172,13 @@ class MemberTable {
   std::map<MemberKey, const Announcement*> retired_;  ///< processes replaced by a restart
   std::vector<std::uint32_t> live_peers_;
   std::set<std::pair<Time, std::uint32_t>> suspects_;  ///< (deadline, row) of every suspect
+  /// Each suspect's clock and accusers (rows, the first accuser first, at most
+  /// clock.expected + 1): kept beside the rows, which stay small, and only while suspect.
+  struct Suspicion {
+    SuspicionClock clock;
+    std::vector<std::uint32_t> accusers;
+  };
+  std::unordered_map<std::uint32_t, Suspicion> suspicions_;
   /// The piggyback queue: queue_heads_[k] starts the list of rows sent k times, linked
   /// through their slots (no memory beyond the slot); the head goes out first.
   std::vector<std::uint32_t> queue_heads_;

@@ -9,7 +9,7 @@
 
 namespace gossip_rdzv::protocol {
 
-inline constexpr std::uint16_t kProtocolVersion = 4;
+inline constexpr std::uint16_t kProtocolVersion = 5;
 inline constexpr char kMagic[] = "GRDZ";
 
 /// What a node says about itself when it joins; never changes for one process.
@@ -64,6 +64,10 @@ struct MemberRecord {
   Announcement ann;
   std::uint64_t incarnation = 0;
   MemberStatus status = MemberStatus::alive;
+  /// For a suspect: a member that suspects it (the sender's latest known accuser). Lifeguard
+  /// counts distinct accusers of one incarnation as independent confirmations, and each
+  /// shortens the suspicion (suspicion.hpp). Empty when unknown and for other statuses.
+  std::string accuser;
 
   bool operator==(const MemberRecord&) const = default;
 };

@@ -49,6 +49,7 @@ MemberRecord record(int i) {
   r.ann.min_nodes = r.ann.max_nodes = 3;
   r.incarnation = static_cast<std::uint64_t>(i);
   r.status = i == 3 ? MemberStatus::suspect : MemberStatus::alive;
+  if (r.status == MemberStatus::suspect) r.accuser = protocol::testing::MiniNet::endpoint(2);
   return r;
 }
 

@@ -39,7 +39,7 @@ struct Node {
                                   QuorumBase(std::move(base))}) {
     table.set_self(record(endpoint(self), generation));
     for (int i = 1; i <= count; ++i) {
-      if (i != self) table.merge(record(endpoint(i)), Time{0}, Time{0}, "x");
+      if (i != self) table.merge(record(endpoint(i)), Time{0}, SuspicionClock::fixed(Time{0}), "x");
     }
   }
   MemberKey key;
@@ -197,7 +197,7 @@ TEST(Agreement, CommitsWithTheAnnouncementOfAMemberThatRestartedSince) {
   ASSERT_TRUE(n[0].agreement.committed());
   // Node 3 restarts after the commit; node 1 learns it. The committed assignment still
   // names the process that was agreed.
-  n[0].table.merge(record(endpoint(3), 2), Time{2}, Time{0}, "x");
+  n[0].table.merge(record(endpoint(3), 2), Time{2}, SuspicionClock::fixed(Time{0}), "x");
   const auto members = n[0].agreement.committed_members(n[0].table);
   ASSERT_EQ(members.size(), 3u);
   EXPECT_EQ(members[2].endpoint, endpoint(3));
@@ -369,7 +369,7 @@ TEST(Agreement, AWronglyBuriedMemberThatRefutesIsAgreedWithAgainAfterTheFence) {
   MemberRecord refuted = record(endpoint(3));
   refuted.incarnation = 7;
   for (Node* survivor : {&round.a, &round.b}) {
-    survivor->table.merge(refuted, Time{3}, Time{10}, "x");
+    survivor->table.merge(refuted, Time{3}, SuspicionClock::fixed(Time{10}), "x");
   }
   for (int i = 0; i < 6; ++i) {
     for (Node* from : {&round.a, &round.b, &round.c}) {
@@ -420,8 +420,8 @@ TEST(Agreement, AViewOfTwoNeverCommitsOnOneVoteSoARestartCannotGiveTheRoundTwoOu
   const std::uint64_t first_view = a.agreement.held_view()->digest;
   // a is killed; its new process a2 starts on the same endpoint. b learns the restart.
   Node a2(1, 2, 2, seeds, /*generation=*/2);
-  b.table.merge(record(endpoint(1), 2), Time{2}, Time{0}, "x");
-  a2.table.merge(record(endpoint(2)), Time{2}, Time{0}, "x");
+  b.table.merge(record(endpoint(1), 2), Time{2}, SuspicionClock::fixed(Time{0}), "x");
+  a2.table.merge(record(endpoint(2)), Time{2}, SuspicionClock::fixed(Time{0}), "x");
   for (int i = 0; i < 6; ++i) {
     send(b, {&a2}, Time{2});
     send(a2, {&b}, Time{2});
@@ -498,7 +498,7 @@ struct RoundOneNode {
         }()) {
     table.set_self(record(endpoint(self)));
     for (int i = 1; i <= 3; ++i) {
-      if (i != self) table.merge(record(endpoint(i)), Time{0}, Time{0}, "x");
+      if (i != self) table.merge(record(endpoint(i)), Time{0}, SuspicionClock::fixed(Time{0}), "x");
     }
   }
   MemberKey key;

@@ -72,8 +72,8 @@ TEST(Bootstrap, MemberSeedTalksToAFewOtherSeedsAtATime) {
     auto is_join = [](const Body& body) { return std::holds_alternative<Join>(body); };
     EXPECT_EQ(to_seeds(is_join).size(), 1u);  // not joined yet: one seed at a time
     const int first = self == 2 ? 3 : 2;
-    core.on_message(Time{1},
-                    envelope(first, JoinReply{{MemberRecord{announcement(first), 0, {}}}, true}));
+    core.on_message(
+        Time{1}, envelope(first, JoinReply{{MemberRecord{announcement(first), 0, {}, {}}}, true}));
     to_seeds(is_join);
     // The first attempt to meet the other seeds comes with the first join retry (20 ms
     // +-20%), the next one no earlier than 32 ms after it.
@@ -98,7 +98,7 @@ TEST(Bootstrap, MemberSeedTalksToAFewOtherSeedsAtATime) {
       to_seeds(is_join);
     }
     for (int j = 50; j < 53; ++j) {
-      core.on_message(arrival, envelope(j, Join{MemberRecord{announcement(j), 0, {}}}));
+      core.on_message(arrival, envelope(j, Join{MemberRecord{announcement(j), 0, {}, {}}}));
     }
     to_seeds(is_join);
     const Time forward_at =

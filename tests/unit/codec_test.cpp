@@ -57,6 +57,7 @@ MemberRecord record(std::uint32_t i) {
   r.ann.max_nodes = 70000;
   r.incarnation = 7 + i;
   r.status = static_cast<MemberStatus>(i % 3);
+  if (r.status == MemberStatus::suspect) r.accuser = "node" + std::to_string(i + 1) + ":29400";
   return r;
 }
 
@@ -201,10 +202,11 @@ void pack_announcement(Packer& p) {
 Bytes join_with_status(const std::function<void(Packer&)>& status) {
   return raw_message(1, [&](Packer& p) {
     p.pack_array(1);
-    p.pack_array(3);
+    p.pack_array(4);
     pack_announcement(p);
     p.pack_uint64(0);
     status(p);
+    pack_string(p, "");
   });
 }
 
@@ -243,7 +245,7 @@ TEST(Codec, PingReqEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = PingReq{5, "a:1"};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x04, 0xa1, 'r', 0xa3, 's',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z',  0x05, 0xa1, 'r', 0xa3, 's',
                           ':',  '1',  0x02, 0x05, 0x92, 0x05, 0xa3, 'a',  ':', '1'};
   EXPECT_EQ(encode(e), expected);
 }
@@ -254,7 +256,7 @@ TEST(Codec, UnreachableEncodesToTheDocumentedBytes) {
   e.sender = "s:1";
   e.sender_generation = 2;
   e.body = Unreachable{"a:1", 300, 2};
-  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x04, 0xa1, 'r',  0xa3, 's',  ':',
+  const Bytes expected = {0x97, 0xa4, 'G',  'R',  'D',  'Z', 0x05, 0xa1, 'r',  0xa3, 's',  ':',
                           '1',  0x02, 0x0a, 0x93, 0xa3, 'a', ':',  '1',  0xcd, 0x01, 0x2c, 0x02};
   EXPECT_EQ(encode(e), expected);
 }
@@ -281,10 +283,11 @@ TEST(Codec, QueryReplyWithoutLastHeardStillReads) {
   const DecodeResult old = decode(raw_message(8, [](Packer& p) {
     p.pack_array(2);  // members: [one record], views: []
     p.pack_array(1);
-    p.pack_array(3);
+    p.pack_array(4);
     pack_announcement(p);
     p.pack_uint64(0);
     p.pack_uint64(0);
+    pack_string(p, "");
     p.pack_array(0);
   }));
   ASSERT_TRUE(old.ok()) << describe(old.error());
@@ -492,7 +495,7 @@ TEST(Codec, EnumAndIntegerRangesAreChecked) {
   const auto with_announcement_field = [](int index, std::int64_t value) {
     return raw_message(1, [=](Packer& p) {
       p.pack_array(1);
-      p.pack_array(3);
+      p.pack_array(4);
       p.pack_array(11);
       for (int i = 0; i < 11; ++i) {
         if (i == index) {
@@ -505,6 +508,7 @@ TEST(Codec, EnumAndIntegerRangesAreChecked) {
       }
       p.pack_uint64(0);
       p.pack_uint64(0);
+      pack_string(p, "");
     });
   };
   ASSERT_TRUE(decode(with_announcement_field(6, -1)).ok());

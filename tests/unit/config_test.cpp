@@ -36,6 +36,25 @@ TEST(Timing, SuspicionTimeoutIsNeverBelowTheMinimum) {
   EXPECT_EQ(timing.suspicion_timeout(5), milliseconds(800));
 }
 
+// Lifeguard: suspicion_mult - 2 confirmations bring an unconfirmed suspicion's
+// suspicion_max_mult times longer timeout down to suspicion_timeout(); a cluster too small to
+// give them uses suspicion_timeout() from the start, as memberlist does.
+TEST(Timing, ConfirmationsAreExpectedOnlyWhereEnoughMembersCanGiveThem) {
+  Timing lan = Timing::lan();  // mult 4, max mult 6
+  EXPECT_EQ(lan.suspicion_confirmations(3), 0u);
+  EXPECT_EQ(lan.suspicion_confirmations(4), 2u);
+  EXPECT_EQ(lan.suspicion_confirmations(500), 2u);
+  EXPECT_EQ(lan.suspicion_timeout_max(3), milliseconds(4000));
+  EXPECT_EQ(lan.suspicion_timeout_max(4), milliseconds(24000));
+  EXPECT_EQ(Timing::wan().suspicion_confirmations(64), 4u);  // mult 6
+  lan.suspicion_max_mult = 1;                                // fixed timeouts
+  EXPECT_EQ(lan.suspicion_confirmations(500), 0u);
+  EXPECT_EQ(lan.suspicion_timeout_max(500), lan.suspicion_timeout(500));
+  lan.suspicion_max_mult = 6;
+  lan.suspicion_mult = 2;  // nothing between min and max to shrink through
+  EXPECT_EQ(lan.suspicion_confirmations(500), 0u);
+}
+
 TEST(Timing, ProfileNamesThePresets) {
   EXPECT_EQ(Timing::profile("lan")->probe_interval, Timing::lan().probe_interval);
   EXPECT_EQ(Timing::profile("local")->probe_interval, Timing::local().probe_interval);
@@ -88,6 +107,10 @@ TEST(Validate, NamesTheFieldAndTheOptionOfEachBrokenRule) {
       {"zero probe period", [](Config& c) { c.timing.probe_interval = milliseconds(0); },
        "timing.probe_interval", ""},
       {"no probe rounds", [](Config& c) { c.timing.probe_rounds = 0; }, "timing.probe_rounds", ""},
+      {"no suspicion max mult", [](Config& c) { c.timing.suspicion_max_mult = 0; },
+       "timing.suspicion_max_mult", ""},
+      {"huge suspicion max mult", [](Config& c) { c.timing.suspicion_max_mult = 101; },
+       "timing.suspicion_max_mult", ""},
       {"no fan-out", [](Config& c) { c.timing.gossip_fanout = 0; }, "timing.gossip_fanout", ""},
       {"zero join timeout", [](Config& c) { c.join_timeout = milliseconds(0); }, "join_timeout",
        "--join-timeout"},

@@ -48,8 +48,8 @@ struct FreshJoiner {
     JoinReply reply;
     reply.seed_is_member = true;
     for (int i = 3; i < 3 + sample; ++i)
-      reply.sample.push_back(MemberRecord{announcement(i, min_nodes), 0, {}});
-    reply.sample.push_back(MemberRecord{announcement(2, min_nodes), 0, {}});
+      reply.sample.push_back(MemberRecord{announcement(i, min_nodes), 0, {}, {}});
+    reply.sample.push_back(MemberRecord{announcement(2, min_nodes), 0, {}, {}});
     core.on_message(now, envelope_from(2, std::move(reply)));
     drain();
   }
@@ -80,7 +80,8 @@ struct FreshJoiner {
     for (Time news = now; now < end; news += period) {
       const int member = 3 + next++ % sample;
       Gossip gossip;
-      gossip.updates.push_back(MemberRecord{announcement(member, min_nodes), ++incarnation, {}});
+      gossip.updates.push_back(
+          MemberRecord{announcement(member, min_nodes), ++incarnation, {}, {}});
       core.on_message(now, envelope_from(member, std::move(gossip)));
       drain();
       run_until(std::min(end, news + period));
@@ -162,7 +163,7 @@ TEST(Dissemination, ViewNamingMembersWeLackPullsTheSendersTable) {
   Core core(config);
   core.start(Time{0});
   auto envelope = [](Body body) { return envelope_from(2, std::move(body)); };
-  core.on_message(Time{100}, envelope(JoinReply{{MemberRecord{announcement(2), 0, {}}}, true}));
+  core.on_message(Time{100}, envelope(JoinReply{{MemberRecord{announcement(2), 0, {}, {}}}, true}));
   while (core.poll_send()) {
   }
   auto pulls_after = [&](Time now, std::vector<MemberKey> members) {

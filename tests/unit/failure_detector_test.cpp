@@ -85,8 +85,8 @@ struct LonelyProber {
   }
   explicit LonelyProber(std::uint32_t suspicion_mult = 4) : core(config(suspicion_mult)) {
     core.start(now);
-    core.on_message(now, envelope_from(2, JoinReply{{MemberRecord{announcement(2, 3), 0, {}},
-                                                     MemberRecord{announcement(3, 3), 0, {}}},
+    core.on_message(now, envelope_from(2, JoinReply{{MemberRecord{announcement(2, 3), 0, {}, {}},
+                                                     MemberRecord{announcement(3, 3), 0, {}, {}}},
                                                     true}));
     drain();
   }
@@ -148,6 +148,100 @@ TEST(FailureDetector, SuspectsOnlyAfterProbeRoundsUnansweredInARow) {
     previous = times[0];
   }
   EXPECT_EQ(suspected - previous, Time{std::chrono::seconds(1)});
+}
+
+// Node 1 of a run of 5 (LAN timing) that knows nodes 2-5; 3, 4 and 5 ack every ping, node 2
+// never answers. `confirmers`: members that, when node 1 first suspects node 2, tell it they
+// suspect node 2 too (each in a Gossip of its own).
+struct ProberAmongFive {
+  Core core;
+  Time now{0};
+  std::vector<Time> suspected_2, dead_2;
+  std::vector<std::string> accusers_sent;  ///< accuser of every record of node 2 node 1 sends
+  std::vector<int> confirmers;
+
+  static CoreConfig config() {
+    CoreConfig c;
+    c.self = announcement(1, 5);
+    c.run_id = "run";
+    c.seeds = {MiniNet::endpoint(2)};
+    c.min_nodes = c.max_nodes = 5;
+    return c;
+  }
+  explicit ProberAmongFive(std::vector<int> confirming) : core(config()) {
+    confirmers = std::move(confirming);
+    core.start(now);
+    JoinReply reply;
+    for (int i = 2; i <= 5; ++i)
+      reply.sample.push_back(MemberRecord{announcement(i, 5), 0, {}, {}});
+    reply.seed_is_member = true;
+    core.on_message(now, envelope_from(2, std::move(reply)));
+    drain();
+  }
+  void note_records(const std::vector<MemberRecord>& records) {
+    for (const auto& r : records)
+      if (r.ann.endpoint == MiniNet::endpoint(2) && r.status == MemberStatus::suspect)
+        accusers_sent.push_back(r.accuser);
+  }
+  void drain() {
+    while (auto out = core.poll_send()) {
+      if (const auto* ping = std::get_if<Ping>(&out->msg.body)) {
+        note_records(ping->updates);
+        for (int i = 3; i <= 5; ++i)
+          if (out->to == MiniNet::endpoint(i))
+            core.on_message(now, envelope_from(i, Ack{ping->seq}));
+      } else if (const auto* gossip = std::get_if<Gossip>(&out->msg.body)) {
+        note_records(gossip->updates);
+      }
+    }
+    while (auto event = core.poll_event()) {
+      if (const auto* s = std::get_if<MemberSuspected>(&*event);
+          s && s->endpoint == MiniNet::endpoint(2)) {
+        suspected_2.push_back(now);
+        for (int i : confirmers) {
+          MemberRecord r{announcement(2, 5), 0, MemberStatus::suspect, MiniNet::endpoint(i)};
+          core.on_message(now, envelope_from(i, Gossip{false, {r}, {}}));
+        }
+      }
+      if (const auto* d = std::get_if<MemberDead>(&*event);
+          d && d->endpoint == MiniNet::endpoint(2))
+        dead_2.push_back(now);
+    }
+  }
+  void run_until(Time end) {
+    run_core_until(core, now, end, [this] { drain(); });
+  }
+};
+
+// Lifeguard's dynamic suspicion: a suspicion nobody else confirms may be our own mistake and
+// lasts suspicion_max_mult (6) times the timeout: 6 x 4 s for 5 members. Our records of the
+// suspect name us as its accuser, so that the others count us once.
+TEST(FailureDetector, AnUnconfirmedSuspicionLastsTheLongTimeout) {
+  ProberAmongFive node({});
+  node.run_until(Time{60s});
+  ASSERT_EQ(node.suspected_2.size(), 1u);
+  ASSERT_EQ(node.dead_2.size(), 1u);
+  EXPECT_EQ(node.dead_2[0] - node.suspected_2[0], Time{24s});
+  ASSERT_FALSE(node.accusers_sent.empty());
+  for (const auto& accuser : node.accusers_sent) EXPECT_EQ(accuser, MiniNet::endpoint(1));
+}
+
+// Each member that suspects the same incarnation shortens it: one confirmation to
+// 24 - log 2 / log 3 * 20 = 11.38 s, suspicion_mult - 2 = 2 of them to the 4 s timeout.
+TEST(FailureDetector, ConfirmationsFromOtherMembersShortenASuspicion) {
+  ProberAmongFive one({3});
+  one.run_until(Time{60s});
+  ASSERT_EQ(one.dead_2.size(), 1u);
+  EXPECT_NEAR(static_cast<double>((one.dead_2[0] - one.suspected_2[0]).count()), 11.38e6, 0.01e6);
+  ProberAmongFive two({3, 4});
+  two.run_until(Time{60s});
+  ASSERT_EQ(two.dead_2.size(), 1u);
+  EXPECT_EQ(two.dead_2[0] - two.suspected_2[0], Time{4s});
+  // The same accuser twice is one confirmation.
+  ProberAmongFive same({3, 3});
+  same.run_until(Time{60s});
+  ASSERT_EQ(same.dead_2.size(), 1u);
+  EXPECT_EQ(same.dead_2[0] - same.suspected_2[0], one.dead_2[0] - one.suspected_2[0]);
 }
 
 // Lifeguard's buddy system: every ping to a member we suspect tells it so, long after the
@@ -225,7 +319,7 @@ TEST(FailureDetector, ANodeThatIsAlwaysLateProbesMoreSlowlyAndStillBuriesADeadMe
 TEST(FailureDetector, RefutingASuspicionOfOurselvesSlowsProbingUntilAcksCome) {
   LonelyProber node;
   Gossip rumour;
-  rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::suspect});
+  rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::suspect, {}});
   node.core.on_message(node.now, envelope_from(3, std::move(rumour)));
   EXPECT_EQ(node.core.local_health(), 1u);
   // Node 3 acks every ping; pings to node 2 go unanswered, which says nothing about us.
@@ -254,7 +348,7 @@ TEST(FailureDetector, ARefutationGoesBackToThePeerThatToldUsOfOurDeath) {
   };
   auto tell_dead = [&] {
     Gossip rumour;
-    rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead});
+    rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead, {}});
     node.core.on_message(node.now, envelope_from(3, std::move(rumour)));
   };
   tell_dead();
@@ -287,7 +381,7 @@ TEST(FailureDetector, RefutationsToAccusersAreBoundedPerGossipPeriod) {
       Envelope env = envelope_from(3, Gossip{});
       env.sender = "10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":29400";
       Gossip rumour;
-      rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead});
+      rumour.updates.push_back(MemberRecord{announcement(1, 3), 0, MemberStatus::dead, {}});
       env.body = std::move(rumour);
       node.core.on_message(node.now, env);
     }

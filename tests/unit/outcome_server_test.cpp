@@ -41,7 +41,7 @@ TEST(OutcomeServer, CommittedNodesBecomeDoneOnceEveryoneKnows) {
   EXPECT_TRUE(sent_to.empty()) << sent_to.size() << " messages, the first to "
                                << (sent_to.empty() ? "" : sent_to[0]);
   net.inject(MiniNet::endpoint(1),
-             envelope_from(9, Join{MemberRecord{announcement(9, 4), 0, MemberStatus::alive}}));
+             envelope_from(9, Join{MemberRecord{announcement(9, 4), 0, MemberStatus::alive, {}}}));
   net.run([] { return false; }, 2ms);
   EXPECT_EQ(std::count(sent_to.begin(), sent_to.end(), MiniNet::endpoint(9)), 1);
   ASSERT_TRUE(net.run([&] { return net.node(1)->done(); }));
