@@ -142,9 +142,10 @@ void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachabilit
     }
   }
   if (target.empty()) {
-    auto targets = ctx.table.sample_peers(ctx.prng, 1);
-    if (targets.empty()) return;
-    target = std::move(targets.front());
+    const auto& live = ctx.table.live_peers();
+    const auto next = order_.next(live.size(), ctx.prng);
+    if (!next) return;
+    target = ctx.table.rows()[live[*next]].ann->endpoint;
   }
   Ping ping;
   ping.seq = ++next_seq_;

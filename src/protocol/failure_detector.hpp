@@ -1,6 +1,7 @@
-// SWIM's failure detector: once per probe interval ping one member; without an ack within
-// probe_timeout ping it again and ask a few others to ping it (PingReq); after probe_rounds
-// unanswered periods suspect it, and declare it dead when the suspicion times out unrefuted.
+// SWIM's failure detector: once per probe interval ping one member (each live peer once per
+// pass, in a random order: probe_order.hpp); without an ack within probe_timeout ping it
+// again and ask a few others to ping it (PingReq); after probe_rounds unanswered periods
+// suspect it, and declare it dead when the suspicion times out unrefuted.
 // A rumour that suspects or buries us is refuted with a higher incarnation.
 //
 // Lifeguard's local health: a node that is itself slow (a host whose CPU is busy, a process
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core_context.hpp"
+#include "probe_order.hpp"
 
 namespace gossip_rdzv::protocol {
 
@@ -88,6 +90,7 @@ class FailureDetector {
     Time expires;
   };
   std::optional<Probe> probe_;
+  ProbeOrder order_;  ///< which live peer a new probe goes to
   std::unordered_map<std::uint64_t, Relay> relays_;
   std::uint64_t next_seq_ = 0;
   Time next_probe_at_{0};
