@@ -66,11 +66,12 @@ void MemberTable::set_self(const MemberRecord& self) {
   set_status(index, self.status, row.suspect_deadline);
 }
 
-void MemberTable::begin_suspicion(std::uint32_t index, const SuspicionClock& clock,
-                                  const std::string& accuser) {
+void MemberTable::take_status(std::uint32_t index, MemberStatus status, const SuspicionClock& clock,
+                              const std::string& accuser) {
+  set_status(index, status, clock.deadline(0));
+  if (status != MemberStatus::suspect) return;
   suspicions_[index] = Suspicion{clock, {}};
   add_accuser(index, accuser);
-  move_deadline(index, clock.deadline(0));
 }
 
 bool MemberTable::add_accuser(std::uint32_t index, const std::string& accuser) {
@@ -113,8 +114,7 @@ MemberChange MemberTable::merge(const MemberRecord& rumour, Time now, const Susp
     if (rows_.size() >= kMaxRows) return MemberChange::none;  // see kMaxRows
     const std::uint32_t index = insert(rumour);
     rows_[index].via = teller_id(via);
-    set_status(index, rumour.status, clock.deadline(0));
-    if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
+    take_status(index, rumour.status, clock, rumour.accuser);
     track_liveness(index);
     if (rumour.status == MemberStatus::dead) ++liveness_version_;
     return rumour.status == MemberStatus::dead ? MemberChange::died : MemberChange::joined;
@@ -136,8 +136,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
     row.ann = &pool_->announcement(rumour.ann);
     row.incarnation = rumour.incarnation;
     row.last_heard = Time{0};
-    set_status(index, rumour.status, clock.deadline(0));
-    if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
+    take_status(index, rumour.status, clock, rumour.accuser);
     ++version_;
     ++liveness_version_;
     generation_log_.push_back(index);
@@ -147,7 +146,6 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
   const bool newer = rumour.incarnation > row.incarnation;
   const bool same = rumour.incarnation == row.incarnation;
   MemberChange change = MemberChange::none;
-  Time deadline = row.suspect_deadline;
   switch (rumour.status) {
     case MemberStatus::alive:
       if (newer)
@@ -161,7 +159,6 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
       }
       if (!(newer || (same && row.status == MemberStatus::alive))) return MemberChange::none;
       change = row.status == MemberStatus::suspect ? MemberChange::none : MemberChange::suspected;
-      deadline = clock.deadline(0);
       break;
     case MemberStatus::dead:
       if (!(newer || (same && row.status != MemberStatus::dead))) return MemberChange::none;
@@ -171,8 +168,7 @@ MemberChange MemberTable::apply(std::uint32_t index, const MemberRecord& rumour,
   const bool liveness_changed =
       (row.status == MemberStatus::dead) != (rumour.status == MemberStatus::dead);
   row.incarnation = rumour.incarnation;
-  set_status(index, rumour.status, deadline);
-  if (rumour.status == MemberStatus::suspect) begin_suspicion(index, clock, rumour.accuser);
+  take_status(index, rumour.status, clock, rumour.accuser);
   if (liveness_changed) {
     ++version_;
     ++liveness_version_;
@@ -192,8 +188,7 @@ bool MemberTable::suspect(const std::string& endpoint, const SuspicionClock& clo
                           const std::string& accuser) {
   auto index = index_of(endpoint);
   if (!index || rows_[*index].status != MemberStatus::alive) return false;
-  set_status(*index, MemberStatus::suspect, clock.deadline(0));
-  begin_suspicion(*index, clock, accuser);
+  take_status(*index, MemberStatus::suspect, clock, accuser);
   return true;
 }
 

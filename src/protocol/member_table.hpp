@@ -150,9 +150,10 @@ class MemberTable {
   std::uint32_t insert(const MemberRecord& record);
   void index_row(std::uint32_t row, std::uint64_t hash);
   void set_status(std::uint32_t index, MemberStatus status, Time suspect_deadline);
-  /// The row just became a suspect: its suspicion runs on `clock` from `accuser`.
-  void begin_suspicion(std::uint32_t index, const SuspicionClock& clock,
-                       const std::string& accuser);
+  /// set_status from a rumour or our own probes: a suspect's suspicion (deadline and
+  /// accusers) starts afresh on `clock`, `accuser` its first accuser.
+  void take_status(std::uint32_t index, MemberStatus status, const SuspicionClock& clock,
+                   const std::string& accuser);
   bool add_accuser(std::uint32_t index, const std::string& accuser);
   void move_deadline(std::uint32_t index, Time deadline);
   void track_liveness(std::uint32_t index);

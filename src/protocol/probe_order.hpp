@@ -10,9 +10,8 @@
 // change in the number of live peers (a join, a death) starts a new pass.
 #pragma once
 
-#include <cstdint>
+#include <cstddef>
 #include <optional>
-#include <vector>
 
 #include "prng.hpp"
 
@@ -20,7 +19,8 @@ namespace gossip_rdzv::protocol {
 
 class ProbeOrder {
  public:
-  /// The next entry of `live` to probe (an index into it), nullopt when it is empty.
+  /// Which of `live` peers to probe next (an index into MemberTable::live_peers()), nullopt
+  /// when there are none.
   std::optional<std::size_t> next(std::size_t live, Prng& prng);
 
  private:
