@@ -226,12 +226,18 @@ Error join_timeout_error(const Config& config, const protocol::Snapshot& snapsho
                          protocol::Time now, const std::string& told) {
   const JoinReport report = classify_members(snapshot, now);
   const auto present = static_cast<std::uint32_t>(report.present.size());
+  // A suspect is a member until declared dead: the round counts it, and it was started.
+  const auto counted = present + static_cast<std::uint32_t>(std::count_if(
+                                     snapshot.members.begin(), snapshot.members.end(),
+                                     [](const protocol::MemberView& member) {
+                                       return member.status == protocol::MemberStatus::suspect;
+                                     }));
   std::string text = fmt::format(
       "timed out after {}: {} of {} nodes joined ({})", seconds_text(config.join_timeout), present,
       sizes_text(config.min_nodes, config.max_nodes), join_list(report.present));
-  if (present < config.min_nodes) {
+  if (counted < config.min_nodes) {
     text += fmt::format("; {} still missing: start them with the same --seed and --run-id {}",
-                        config.min_nodes - present, config.run_id);
+                        config.min_nodes - counted, config.run_id);
   } else if (const auto& seeds = snapshot.seeds; seeds.all_ready && 2 * seeds.won <= seeds.size) {
     text += fmt::format(
         "; every member is ready, but the view needs votes or witnesses from a majority of the "

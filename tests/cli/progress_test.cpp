@@ -37,7 +37,26 @@ TEST(ProgressDisplayTest, NamesTheMembersSeenAndThenLost) {
   progress.last_heard = 3000ms;
   EXPECT_EQ(
       ProgressDisplay::describe(progress),
-      "12/16 joined, waiting for node-a (dead), node-b (suspect), 2 more; last heard 3 s ago");
+      "12/16 joined, 1 suspect (node-b), waiting for node-a (dead), 2 more; last heard 3 s ago");
+}
+
+// A suspect is still a member: the round counts it and does not wait for it, so the line
+// names it apart from what the round waits for.
+TEST(ProgressDisplayTest, CountsSuspectsAsMembersTheRoundDoesNotWaitFor) {
+  Progress progress = progress_with(250, 256, 256);
+  for (int i = 0; i < 6; ++i) {
+    progress.members.push_back(MemberProgress{
+        "10.0.2." + std::to_string(i) + ":1", "s" + std::to_string(i), "suspect", {}});
+  }
+  EXPECT_EQ(ProgressDisplay::describe(progress),
+            "250/256 joined, 6 suspect (s0, s1, s2, s3, s4, 1 more), agreeing");
+  Progress elastic = progress_with(1, 2, 4);
+  elastic.members.push_back(MemberProgress{"10.0.0.2:1", "b", "suspect", {}});
+  EXPECT_EQ(ProgressDisplay::describe(elastic),
+            "1 joined, 1 suspect (b) (need 2, up to 4), last call for more");
+  elastic.min_nodes = 3;
+  EXPECT_EQ(ProgressDisplay::describe(elastic),
+            "1 joined, 1 suspect (b), waiting for 1 more (need 3, up to 4)");
 }
 
 TEST(ProgressDisplayTest, NamesByEndpointWhenHostNamesRepeat) {

@@ -54,12 +54,32 @@ std::string comma_list(const std::vector<std::string>& items) {
   return out;
 }
 
+std::uint32_t suspects(const Progress& progress) {
+  return static_cast<std::uint32_t>(
+      std::count_if(progress.members.begin(), progress.members.end(),
+                    [](const MemberProgress& m) { return m.status == "suspect"; }));
+}
+
+// ", 2 suspect (n4, n7)": members that stopped answering probes. The round still counts
+// them (a suspect is a member until it is declared dead), so they are not waited for.
+std::string suspects_text(const Progress& progress) {
+  const std::uint32_t count = suspects(progress);
+  if (count == 0) return "";
+  std::vector<std::string> names;
+  for (const auto& member : progress.members) {
+    if (member.status == "suspect" && names.size() < kMaxNames)
+      names.push_back(short_name(progress, member));
+  }
+  if (count > names.size()) names.push_back(std::to_string(count - names.size()) + " more");
+  return ", " + std::to_string(count) + " suspect (" + comma_list(names) + ")";
+}
+
 // "waiting for n3 (dead), 2 more" / "waiting for 3 more": `missing` nodes, the lost ones
 // by name.
 std::string waiting_for(const Progress& progress, std::uint32_t missing) {
   std::vector<std::string> names;
   for (const auto& member : progress.members) {
-    if (member.status == "alive" || names.size() >= std::min<std::size_t>(missing, kMaxNames))
+    if (member.status != "dead" || names.size() >= std::min<std::size_t>(missing, kMaxNames))
       continue;
     names.push_back(short_name(progress, member) + " (" + member.status + ")");
   }
@@ -91,18 +111,21 @@ std::string ProgressDisplay::describe(const Progress& progress) {
   if (!progress.joined) return "contacting seed(s)..." + reachability(progress);
   if (progress.committed) return "agreed on the membership";
   const std::uint32_t alive = progress.alive();
-  const std::uint32_t missing = progress.min_nodes > alive ? progress.min_nodes - alive : 0;
+  const std::uint32_t counted = alive + suspects(progress);  // what the round counts
+  const std::uint32_t missing = progress.min_nodes > counted ? progress.min_nodes - counted : 0;
+  const std::string suspect = suspects_text(progress);
   std::string line;
   if (progress.min_nodes == progress.max_nodes) {
-    line = std::to_string(alive) + "/" + std::to_string(progress.min_nodes) + " joined, " +
-           (missing > 0 ? waiting_for(progress, missing) : "agreeing");
+    line = std::to_string(alive) + "/" + std::to_string(progress.min_nodes) + " joined" + suspect +
+           ", " + (missing > 0 ? waiting_for(progress, missing) : "agreeing");
   } else if (missing > 0) {
-    line = std::to_string(alive) + " joined, " + waiting_for(progress, missing) + " (need " +
-           std::to_string(progress.min_nodes) + ", up to " + std::to_string(progress.max_nodes) +
-           ")";
+    line = std::to_string(alive) + " joined" + suspect + ", " + waiting_for(progress, missing) +
+           " (need " + std::to_string(progress.min_nodes) + ", up to " +
+           std::to_string(progress.max_nodes) + ")";
   } else {
-    line = std::to_string(alive) + " joined (need " + std::to_string(progress.min_nodes) +
-           ", up to " + std::to_string(progress.max_nodes) + "), last call for more";
+    line = std::to_string(alive) + " joined" + suspect + " (need " +
+           std::to_string(progress.min_nodes) + ", up to " + std::to_string(progress.max_nodes) +
+           "), last call for more";
   }
   line += reachability(progress);
   if (progress.last_heard) {

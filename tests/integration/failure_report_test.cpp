@@ -1,0 +1,49 @@
+// The reports the runtime gives when a wait ends badly (runtime/failure_report.hpp), built
+// from snapshots: what they count and what they tell the user to do.
+#include "runtime/failure_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gossip_rdzv::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+protocol::MemberView member(const std::string& name, protocol::MemberStatus status) {
+  protocol::MemberView view;
+  view.ann.endpoint = name + ":29400";
+  view.ann.hostname = name;
+  view.status = status;
+  view.last_heard = protocol::Time{2s};
+  return view;
+}
+
+std::string timeout_text(protocol::MemberStatus third) {
+  Config config;
+  config.min_nodes = config.max_nodes = 3;
+  config.join_timeout = 10s;
+  config.run_id = "job";
+  protocol::Snapshot snapshot;
+  snapshot.joined = true;
+  snapshot.members = {member("a", protocol::MemberStatus::alive),
+                      member("b", protocol::MemberStatus::alive), member("c", third)};
+  return join_timeout_error(config, snapshot, protocol::Time{10s}, "").what();
+}
+
+// A member that died is missing: start it. A suspect was started and is still counted by the
+// round (a member until declared dead): it is named as silent, never as one to start.
+TEST(FailureReport, JoinTimeoutCountsASuspectAsStartedButNotAsJoined) {
+  const std::string dead = timeout_text(protocol::MemberStatus::dead);
+  EXPECT_NE(dead.find("2 of 3 nodes joined"), std::string::npos) << dead;
+  EXPECT_NE(dead.find("1 still missing: start them"), std::string::npos) << dead;
+  const std::string suspect = timeout_text(protocol::MemberStatus::suspect);
+  EXPECT_NE(suspect.find("2 of 3 nodes joined"), std::string::npos) << suspect;
+  EXPECT_EQ(suspect.find("still missing"), std::string::npos) << suspect;
+  EXPECT_NE(suspect.find("Seen and then silent: c"), std::string::npos) << suspect;
+  EXPECT_NE(suspect.find("suspect, last heard 8.0 s ago"), std::string::npos) << suspect;
+}
+
+}  // namespace
+}  // namespace gossip_rdzv::runtime
