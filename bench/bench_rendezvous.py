@@ -195,7 +195,7 @@ def socket_count(pid: int) -> int:
 
 def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
                profile: str | None, key_file: str | None = None,
-               sample_every: float = 0.25) -> dict:
+               sample_every: float = 0.25, join_timeout: str = "60s") -> dict:
     ports = free_ports(nnodes)
     env_files = [workdir / f"node{i}.env" for i in range(nnodes)]
     with Processes(workdir) as fleet:
@@ -205,7 +205,7 @@ def run_gossip(binary: str, nnodes: int, timeout: float, workdir: Path,
             "--nnodes", str(nnodes), "--run-id", "bench",
             *(["--profile", profile] if profile else []),
             *(["--key-file", key_file] if key_file else []),
-            "--join-timeout", "60s", "--env-file", str(env_files[i]), "--quiet"])
+            "--join-timeout", join_timeout, "--env-file", str(env_files[i]), "--quiet"])
             for i, port in enumerate(ports)]
         t_launched = time.monotonic()
         pending = set(range(nnodes))
@@ -341,6 +341,9 @@ def main() -> int:
                         help="how often the sockets and detached children of every node are "
                              "read from /proc (0.25); at N = 256 that reading takes CPU from "
                              "the nodes, so a larger value disturbs them less")
+    parser.add_argument("--join-timeout", default="60s", metavar="DURATION",
+                        help="every node's --join-timeout (60s); keep it below --timeout, or "
+                             "the benchmark, not the nodes, decides when a slow run failed")
     args = parser.parse_args()
     if args.sample_every <= 0:
         parser.error(f"--sample-every must be a positive number of seconds, got "
@@ -354,7 +357,7 @@ def main() -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.node()}  "
           f"{os.cpu_count()} CPUs  {platform.platform()}")
     print(f"# binary: {args.binary}; profile {args.profile or 'default (LAN)'}; "
-          f"key: {args.key_file or 'none'}; "
+          f"key: {args.key_file or 'none'}; join timeout {args.join_timeout}; "
           f"{args.repeats} runs per size; times in seconds: median (min-max)")
     raw: dict = {"gossip": {}, "torch": {}}
     with TempDir("gossip-rdzv-bench-") as tmp:
@@ -369,7 +372,7 @@ def main() -> int:
                 workdir = Path(tmp) / f"g{n}-{r}"
                 workdir.mkdir()
                 runs.append(run_gossip(args.binary, n, args.timeout, workdir, args.profile,
-                                       args.key_file, args.sample_every))
+                                       args.key_file, args.sample_every, args.join_timeout))
             raw["gossip"][n] = runs
             rss = [x for run in runs for x in run["rss"]]
             sockets = [x for run in runs for x in run["sockets"]]
