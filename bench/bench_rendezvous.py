@@ -25,6 +25,11 @@ high-water mark across exec, so it reports this Python process's size at the for
 MiB), not the node's. The child's is the node's own: the fork copies the mark of `join`'s
 memory, which exec had reset.
 
+With --serf it also runs N `serf agent`s (Debian's serf, the reference gossip system; see
+bench/serf_reference.py) and reports:
+  full   launch of the first agent -> every agent knows all N members alive
+plus their CPU and peak RSS until then.
+
 With --torch it also runs N Python processes that each create torch's own c10d rendezvous
 handler (RendezvousParameters(backend="c10d") + get_rendezvous_handler().next_rendezvous())
 against a TCPStore hosted by the first of them, and reports:
@@ -54,6 +59,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from testlib import Processes, TempDir, built_tool, free_port, free_ports  # noqa: E402
+from serf_reference import run_serf, serf_binary  # noqa: E402
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 
 # The torch side: one process of a c10d rendezvous. Prints a JSON line with its timings.
@@ -334,13 +340,16 @@ def main() -> int:
                         help="also time torch's c10d rendezvous handler")
     parser.add_argument("--torch-max", type=int, default=32,
                         help="largest N for the torch comparison (32; ~200 MiB per process)")
-    parser.add_argument("--only", choices=["gossip", "torch"],
-                        help="run only one side (--only torch implies --torch)")
+    parser.add_argument("--only", choices=["gossip", "torch", "serf"],
+                        help="run only one system (--only torch implies --torch, --only serf "
+                             "--serf)")
     parser.add_argument("--json", help="also write the raw measurements to this file")
     parser.add_argument("--sample-every", type=float, default=0.25, metavar="SECONDS",
                         help="how often the sockets and detached children of every node are "
                              "read from /proc (0.25); at N = 256 that reading takes CPU from "
                              "the nodes, so a larger value disturbs them less")
+    parser.add_argument("--serf", action="store_true",
+                        help="also time Serf's full membership for each N (needs `serf`)")
     parser.add_argument("--join-timeout", default="60s", metavar="DURATION",
                         help="every node's --join-timeout (60s); keep it below --timeout, or "
                              "the benchmark, not the nodes, decides when a slow run failed")
@@ -350,6 +359,13 @@ def main() -> int:
                      f"{args.sample_every} (the default is 0.25)")
     if args.only == "torch":
         args.torch = True
+    if args.only == "serf":
+        args.serf = True
+    if args.only == "gossip":
+        args.torch = args.serf = False
+    args.serf_binary = serf_binary() if args.serf else None
+    if args.serf and args.serf_binary is None:
+        parser.error("--serf needs Serf's `serf` on PATH (Debian: apt-get install serf)")
     if any(n < 1 or n > 512 for n in args.sizes):
         parser.error("sizes must be between 1 and 512")
 
@@ -359,14 +375,14 @@ def main() -> int:
     print(f"# binary: {args.binary}; profile {args.profile or 'default (LAN)'}; "
           f"key: {args.key_file or 'none'}; join timeout {args.join_timeout}; "
           f"{args.repeats} runs per size; times in seconds: median (min-max)")
-    raw: dict = {"gossip": {}, "torch": {}}
+    raw: dict = {"gossip": {}, "torch": {}, "serf": {}}
     with TempDir("gossip-rdzv-bench-") as tmp:
-        if args.only != "torch":
+        if args.only in (None, "gossip"):
             print(f"{'N':>4}  {'files (s)':<22} {'join (s)':<22} {'last (s)':<22} "
                   f"{'stay (s)':<22} "
                   f"{'CPU (s)':>8}  {'peak RSS max/mean (MiB)':>24}  {'sockets max/mean':>16}  "
                   f"{'launch (s)':>10}")
-        for n in (args.sizes if args.only != "torch" else []):
+        for n in (args.sizes if args.only in (None, "gossip") else []):
             runs = []
             for r in range(args.repeats):
                 workdir = Path(tmp) / f"g{n}-{r}"
@@ -384,6 +400,28 @@ def main() -> int:
                   f"{max(rss):>13.1f} / {statistics.mean(rss):<8.1f}  "
                   f"{max(sockets):>7} / {statistics.mean(sockets):<6.1f}  "
                   f"{statistics.median(x['launch'] for x in runs):>10.3f}", flush=True)
+
+        if args.serf and args.only != "torch":
+            print()
+            print("# Serf (serf agent, LAN profile): launch -> every agent knows all N alive")
+            print(f"{'N':>4}  {'full (s)':<22} {'CPU (s)':>8}  {'peak RSS max/mean (MiB)':>24}  "
+                  f"{'launch (s)':>10}")
+            for n in args.sizes:
+                runs = [run_serf(n, args.timeout, args.serf_binary) for _ in range(args.repeats)]
+                raw["serf"][n] = runs
+                done = [x["full"] for x in runs if x["full"] is not None]
+                full = fmt_times(done) if done else "-"
+                if len(done) < len(runs):
+                    full += (f" ({len(runs) - len(done)} of {len(runs)} runs not within "
+                             f"{args.timeout:g} s: "
+                             + ", ".join(f"{x['complete']}/{n}" for x in runs
+                                         if x["full"] is None) + " agents complete)")
+                rss = [x for run in runs for x in run["rss"]]
+                launches = [x["launch"] for x in runs if x["launch"] is not None]
+                print(f"{n:>4}  {full:<22} {statistics.median(x['cpu'] for x in runs):>8.2f}  "
+                      f"{max(rss):>13.1f} / {statistics.mean(rss):<8.1f}  "
+                      f"{statistics.median(launches) if launches else float('nan'):>10.3f}",
+                      flush=True)
 
         if args.torch:
             print()
