@@ -6,9 +6,11 @@ Serf has no rendezvous: "full membership" is the nearest thing it has to gossip-
 files. Each agent's log arrives on a pipe and is timestamped on arrival (the lines'
 own stamps have one-second resolution): an agent has full membership once the members
 of its `EventMemberJoin` lines, less those of `EventMemberFailed` and `EventMemberLeave`,
-number N. Agent 1 starts first and the others once it logs "Serf agent running!" (a serf
-agent whose -join finds nobody exits; gossip-rdzv's joiners retry instead), all timed from
-the launch of agent 1. At full membership (or the timeout) every agent is killed; CPU and
+number N. Agent 1 starts first and the others, with `-join` to it, once it logs "Serf agent
+running!", all timed from the launch of agent 1. A serf agent whose `-join` fails exits
+(gossip-rdzv's joiners retry): the run then reports that agent's last lines. `-retry-join`
+was tried instead: at N = 64 one run took 76 s to full membership, against 1.2-1.6 s with
+`-join`. At full membership (or the timeout) every agent is killed; CPU and
 peak RSS are what they used until then.
 
 Standalone: /usr/bin/python3 bench/serf_reference.py 32 128 (prints one line per run).
@@ -54,10 +56,25 @@ class _Agent:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
+        self.last_lines: list[bytes] = []
         self.members: set[bytes] = set()
         self.running = False
         self.full_at: float | None = None
         self.rss_kib = 0
+        self.status: int | None = None  # from os.wait4, which also gives the CPU time
+        self.cpu = 0.0
+
+    def reap(self, block: bool) -> bool:
+        """Collects the exit status and CPU time once the agent ended; True if it has. Not
+        Popen.poll(), which would reap it and lose the rusage."""
+        if self.status is None:
+            pid, status, rusage = os.wait4(self.proc.pid, 0 if block else os.WNOHANG)
+            if pid == 0:
+                return False
+            self.status = os.waitstatus_to_exitcode(status)
+            self.cpu = rusage.ru_utime + rusage.ru_stime
+            self.proc.returncode = self.status  # so that Popen never waits for it again
+        return True
 
     def read(self, nnodes: int, now: float) -> bool:
         """Reads what the agent logged; False once its pipe is closed."""
@@ -69,6 +86,7 @@ class _Agent:
             return False
         self.buffer += chunk
         *lines, self.buffer = self.buffer.split(b"\n")
+        self.last_lines = (self.last_lines + lines)[-5:]
         for line in lines:
             if _RUNNING in line:
                 self.running = True
@@ -119,21 +137,19 @@ def run_serf(nnodes: int, timeout: float, binary: str = "serf") -> dict:
                 agent = key.data
                 if not agent.read(nnodes, time.monotonic()):
                     selector.unregister(key.fileobj)
-                    if agent.proc.poll() is not None and agent.full_at is None:
-                        raise RuntimeError(f"serf agent n{agent.index} exited "
-                                           f"{agent.proc.returncode}: {agent.buffer[-500:]!r}")
+                    if agent.reap(block=True) and agent.full_at is None:
+                        tail = b" | ".join(line.strip() for line in agent.last_lines)
+                        raise RuntimeError(f"serf agent n{agent.index} exited {agent.status}: "
+                                           f"{tail.decode(errors='replace')}")
     finally:
         for agent in agents:
             agent.rss_kib = _vm_hwm_kib(agent.proc.pid)
-            if agent.proc.poll() is None:
+            if not agent.reap(block=False):
                 os.killpg(agent.proc.pid, signal.SIGKILL)
-        cpu = 0.0
-        for agent in agents:
-            _, _, rusage = os.wait4(agent.proc.pid, 0)
-            cpu += rusage.ru_utime + rusage.ru_stime
-            agent.proc.returncode = 0
+                agent.reap(block=True)
             agent.proc.stdout.close()
         selector.close()
+    cpu = sum(agent.cpu for agent in agents)
     complete = [a.full_at for a in agents if a.full_at is not None]
     done = len(complete) == nnodes
     return {
