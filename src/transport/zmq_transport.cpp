@@ -281,8 +281,21 @@ void ZmqTransport::drop_destination(const std::string& address) {
   destinations_.erase(found);
 }
 
+// Closing a connection drops the messages still waiting for its peer's handshake, so the
+// least recently used destination with none goes first. A peer slow to greet (a process
+// starved of CPU among hundreds on one machine) would otherwise lose every message sent to
+// it whenever a node talks to more than max_destinations peers at once: its probes and acks
+// vanish while it keeps sending, and it is taken for dead or unreachable. Only when every
+// destination has messages waiting is the least recent one closed anyway.
 void ZmqTransport::evict_least_recent() {
-  if (!recency_.empty()) drop_destination(recency_.back());
+  for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
+    const auto found = destinations_.find(*it);
+    if (found != destinations_.end() && found->second.waiting.empty()) {
+      drop_destination(std::string(*it));
+      return;
+    }
+  }
+  if (!recency_.empty()) drop_destination(std::string(recency_.back()));
 }
 
 bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {

@@ -11,7 +11,8 @@
 //
 // Cost per peer (docs/wire-format.md, "Transport"): a wake-up polls two sockets and an
 // eventfd whatever the number of peers; at most max_destinations outgoing connections are
-// open, the least recently used one is closed beyond that. Memory per connection is bounded:
+// open, the least recently used one with nothing waiting for its peer's handshake is closed
+// beyond that. Memory per connection is bounded:
 // receive_high_water_mark chunks of at most 8 KiB queued by ZeroMQ, plus one unfinished
 // message of at most max_message_bytes.
 //
@@ -74,9 +75,10 @@ struct TransportOptions {
   int receive_high_water_mark = 64;
   /// A peer that sends a larger message is disconnected when its frame header arrives.
   std::int64_t max_message_bytes = 16 * 1024 * 1024;
-  /// Destinations kept connected; the least recently used is closed beyond this (dropping
-  /// what it still queued), so a node of a large cluster holds a bounded number of TCP
-  /// connections, not one per member.
+  /// Destinations kept connected; beyond this the least recently used one whose peer has
+  /// greeted is closed (dropping what ZeroMQ still queued for it), or the least recent of
+  /// all when every peer is yet to greet, so a node of a large cluster holds a bounded number
+  /// of TCP connections, not one per member.
   std::size_t max_destinations = 64;
   /// Inbound connections held; beyond this the one idle the longest is closed, so a flood of
   /// connections cannot grow memory without bound or keep a legitimate peer out for long.

@@ -235,6 +235,17 @@ class RawZmtpClient {
   RawZmtpClient(const RawZmtpClient&) = delete;
   RawZmtpClient& operator=(const RawZmtpClient&) = delete;
 
+  // Whatever has arrived, without waiting (empty: nothing yet, or the node closed).
+  Bytes received_now() {
+    Bytes out;
+    std::uint8_t chunk[4096];
+    while (true) {
+      const auto n = ::recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+      if (n <= 0) return out;
+      out.insert(out.end(), chunk, chunk + n);
+    }
+  }
+
   // Sends all of `bytes`; false once the node closed the connection (or stopped reading).
   bool send_all(const Bytes& bytes) {
     std::size_t sent = 0;
@@ -254,6 +265,40 @@ class RawZmtpClient {
 
   int fd_ = -1;
 };
+
+bool contains(const Bytes& haystack, const std::string& needle) {
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) !=
+         haystack.end();
+}
+
+// A destination whose peer has not greeted yet holds our messages; making room for another
+// destination closes an idle one instead, so those messages reach the peer once it greets.
+TEST(ZmqTransport, EvictionSparesADestinationWhoseMessagesWaitForItsGreeting) {
+  LoopbackSocket slow(LoopbackSocket::Mode::listening);  // accepts, greets only later
+  TransportOptions options;
+  options.max_destinations = 2;
+  ZmqTransport sender("127.0.0.1", 0, options);
+  ZmqTransport first("127.0.0.1", 0);
+  ZmqTransport second("127.0.0.1", 0);
+  ASSERT_TRUE(sender.send("127.0.0.1:" + std::to_string(slow.port()), bytes_of("for slow")));
+  ASSERT_TRUE(sender.send(loopback(first), bytes_of("a")));
+  ASSERT_TRUE(receive_within(first, 5s, &sender).has_value());
+  // Two destinations open, the slow one the least recent: a third makes one go.
+  ASSERT_TRUE(sender.send(loopback(second), bytes_of("b")));
+  ASSERT_TRUE(receive_within(second, 5s, &sender).has_value());
+  const int accepted = ::accept(slow.fd(), nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  RawZmtpClient peer(accepted);
+  ASSERT_TRUE(peer.send_all(zmtp_handshake("ROUTER")));
+  Bytes got;
+  const auto deadline = Clock::now() + 5s;
+  while (!contains(got, "for slow") && Clock::now() < deadline) {
+    sender.receive(10ms);  // reads the greeting, then sends what waited
+    const Bytes more = peer.received_now();
+    got.insert(got.end(), more.begin(), more.end());
+  }
+  EXPECT_TRUE(contains(got, "for slow")) << got.size() << " bytes arrived, not the message";
+}
 
 std::size_t resident_kib() {
   std::ifstream status("/proc/self/status");
