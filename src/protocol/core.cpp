@@ -431,6 +431,7 @@ Snapshot Core::snapshot() const {
   snap.held = ctx.agreement.held_view();
   if (!ctx.config.seed_only) snap.seeds = ctx.agreement.base_status();
   snap.unreachable = s.reachability.unreachable_peers();
+  snap.peak_local_health = ctx.peak_local_health;
   return snap;
 }
 

@@ -172,6 +172,9 @@ struct Snapshot {
   std::optional<ViewClaim> held;             ///< the view this node holds, if any
   std::vector<UnreachablePeer> unreachable;  ///< every peer with unanswered messages, by endpoint
   SeedQuorum seeds;                          ///< the held view and the seed list
+  /// The highest Lifeguard local health this node reached (0: it never ran late): a node
+  /// that was itself slow may have read answers too late, not missed them.
+  std::uint32_t peak_local_health = 0;
 };
 
 class Core {

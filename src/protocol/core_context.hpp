@@ -62,6 +62,8 @@ struct CoreContext {
   /// Lifeguard's local health, 0 when healthy: probing and the suspicions we start or learn
   /// run this many times + 1 slower (FailureDetector).
   std::uint32_t local_health = 0;
+  /// The highest local_health reached: whether this node ever ran late, for reports.
+  std::uint32_t peak_local_health = 0;
 
   /// Left the job (Core::leave): our row says so, and it never changes again.
   bool left = false;

@@ -70,6 +70,7 @@ class FailureDetector {
   static Time late_by(const CoreContext& ctx);
   static void worse(CoreContext& ctx) {
     ctx.local_health = std::min(ctx.local_health + 1, kMaxHealth);
+    ctx.peak_local_health = std::max(ctx.peak_local_health, ctx.local_health);
   }
   static void better(CoreContext& ctx) { ctx.local_health -= ctx.local_health == 0 ? 0 : 1; }
   /// Lifeguard's buddy system: a ping to a member we suspect carries that suspicion.

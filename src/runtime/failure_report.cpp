@@ -90,9 +90,23 @@ std::string unreachable_peers_text(const protocol::Snapshot& snapshot, protocol:
         peer.told ? "; it was told" : ""));
   }
   if (items.empty()) return "";
-  return "This node gets no answer at the advertised address of " + join_list(items) +
-         ": their address does not work from here (wrong --advertise, or a firewall drops "
-         "inbound traffic to their gossip port)";
+  std::string text = "This node gets no answer at the advertised address of " + join_list(items);
+  text +=
+      ": their address does not work from here (wrong --advertise, or a firewall drops "
+      "inbound traffic to their gossip port)";
+  // A node that was itself starved of CPU (hundreds of agents on one machine) reads answers
+  // after its deadlines and sees the same pattern with nothing wrong in any address. One late
+  // tick (a pause) raises local health by one; 3 takes lateness that lasted.
+  constexpr std::uint32_t kStarved = 3;
+  if (snapshot.peak_local_health >= kStarved) {
+    text += fmt::format(
+        ", unless this node's own slowness explains it: it ran late during the wait (its "
+        "timers fired after their time, and it slowed its own probing up to {} times), so "
+        "their answers may have come too late rather than not at all; check this machine's "
+        "load first",
+        snapshot.peak_local_health + 1);
+  }
+  return text;
 }
 
 }  // namespace

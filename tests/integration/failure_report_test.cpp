@@ -45,5 +45,39 @@ TEST(FailureReport, JoinTimeoutCountsASuspectAsStartedButNotAsJoined) {
   EXPECT_NE(suspect.find("suspect, last heard 8.0 s ago"), std::string::npos) << suspect;
 }
 
+// A member that keeps sending but never answers at its advertised address is named as
+// unreachable; when this node itself ran late for a while (local health 3 or more), the
+// report adds that the answers may only have been late, and to check the load first.
+TEST(FailureReport, AnUnansweredPeerIsBlamedUnlessThisNodeWasItselfStarved) {
+  Config config;
+  config.min_nodes = config.max_nodes = 3;
+  config.join_timeout = 10s;
+  protocol::Snapshot snapshot;
+  snapshot.joined = true;
+  snapshot.members = {member("a", protocol::MemberStatus::alive),
+                      member("b", protocol::MemberStatus::alive)};
+  protocol::UnreachablePeer peer;
+  peer.endpoint = "b:29400";
+  peer.unanswered = 5;
+  peer.since = protocol::Time{1s};
+  peer.heard_meanwhile = true;
+  snapshot.unreachable = {peer};
+  auto text = [&](std::uint32_t peak) {
+    snapshot.peak_local_health = peak;
+    return std::string(join_timeout_error(config, snapshot, protocol::Time{10s}, "").what());
+  };
+  const std::string healthy = text(2);
+  EXPECT_NE(healthy.find("no answer at the advertised address of b b:29400 (5 messages "
+                         "unanswered over 9.0 s while it kept sending)"),
+            std::string::npos)
+      << healthy;
+  EXPECT_EQ(healthy.find("unless this node's own slowness"), std::string::npos) << healthy;
+  const std::string starved = text(5);
+  EXPECT_NE(starved.find("unless this node's own slowness explains it"), std::string::npos)
+      << starved;
+  EXPECT_NE(starved.find("up to 6 times"), std::string::npos) << starved;
+  EXPECT_NE(starved.find("check this machine's load first"), std::string::npos) << starved;
+}
+
 }  // namespace
 }  // namespace gossip_rdzv::runtime

@@ -329,6 +329,7 @@ TEST(FailureDetector, RefutingASuspicionOfOurselvesSlowsProbingUntilAcksCome) {
     if (node.core.local_health() == 0) healthy_at = node.now;
   }
   ASSERT_TRUE(healthy_at.has_value()) << "no ack from node 3 within 20 s";
+  EXPECT_EQ(node.core.snapshot().peak_local_health, 1u) << "reports remember it was slow";
 }
 
 // Node 3 holds us dead (two sides of a long partition bury each other) and tells us so. We
