@@ -282,11 +282,10 @@ void ZmqTransport::drop_destination(const std::string& address) {
 }
 
 // Closing a connection drops the messages still waiting for its peer's handshake, so the
-// least recently used destination with none goes first. A peer slow to greet (a process
-// starved of CPU among hundreds on one machine) would otherwise lose every message sent to
-// it whenever a node talks to more than max_destinations peers at once: its probes and acks
-// vanish while it keeps sending, and it is taken for dead or unreachable. Only when every
-// destination has messages waiting is the least recent one closed anyway.
+// least recently used destination with none goes first: a peer slow to greet (a process
+// starved of CPU among hundreds on one machine) would otherwise lose what waits for it
+// each time its sender makes room for another destination. Only when every destination
+// has messages waiting is the least recent one closed anyway.
 void ZmqTransport::evict_least_recent() {
   for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
     const auto found = destinations_.find(*it);
