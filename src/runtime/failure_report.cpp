@@ -26,6 +26,8 @@ bool is_decisive(const protocol::PeerRefused& refusal) {
 struct JoinReport {
   std::vector<std::string> present;
   std::vector<std::string> silent;
+  /// Of the silent, the suspects: members until declared dead, counted by the round.
+  std::uint32_t suspects = 0;
 };
 
 JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time now) {
@@ -35,6 +37,7 @@ JoinReport classify_members(const protocol::Snapshot& snapshot, protocol::Time n
       report.present.push_back(member_name(member.ann));
       continue;
     }
+    if (member.status == protocol::MemberStatus::suspect) ++report.suspects;
     std::string line = member_name(member.ann) + " (" + status_text(member.status) + ", ";
     if (member.last_heard > protocol::Time::zero()) {
       line += "last heard " +
@@ -241,11 +244,7 @@ Error join_timeout_error(const Config& config, const protocol::Snapshot& snapsho
   const JoinReport report = classify_members(snapshot, now);
   const auto present = static_cast<std::uint32_t>(report.present.size());
   // A suspect is a member until declared dead: the round counts it, and it was started.
-  const auto counted = present + static_cast<std::uint32_t>(std::count_if(
-                                     snapshot.members.begin(), snapshot.members.end(),
-                                     [](const protocol::MemberView& member) {
-                                       return member.status == protocol::MemberStatus::suspect;
-                                     }));
+  const auto counted = present + report.suspects;
   std::string text = fmt::format(
       "timed out after {}: {} of {} nodes joined ({})", seconds_text(config.join_timeout), present,
       sizes_text(config.min_nodes, config.max_nodes), join_list(report.present));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace gossip_rdzv::runtime {
 namespace {
@@ -20,16 +21,22 @@ protocol::MemberView member(const std::string& name, protocol::MemberStatus stat
   return view;
 }
 
-std::string timeout_text(protocol::MemberStatus third) {
+// What a node of a 3-node job timing out after 10 s reports, with members a and b alive.
+std::string timeout_text(protocol::Snapshot snapshot) {
   Config config;
   config.min_nodes = config.max_nodes = 3;
   config.join_timeout = 10s;
   config.run_id = "job";
-  protocol::Snapshot snapshot;
   snapshot.joined = true;
-  snapshot.members = {member("a", protocol::MemberStatus::alive),
-                      member("b", protocol::MemberStatus::alive), member("c", third)};
+  snapshot.members.insert(snapshot.members.begin(), {member("a", protocol::MemberStatus::alive),
+                                                     member("b", protocol::MemberStatus::alive)});
   return join_timeout_error(config, snapshot, protocol::Time{10s}, "").what();
+}
+
+std::string timeout_text(protocol::MemberStatus third) {
+  protocol::Snapshot snapshot;
+  snapshot.members = {member("c", third)};
+  return timeout_text(std::move(snapshot));
 }
 
 // A member that died is missing: start it. A suspect was started and is still counted by the
@@ -49,13 +56,7 @@ TEST(FailureReport, JoinTimeoutCountsASuspectAsStartedButNotAsJoined) {
 // unreachable; when this node itself ran late for a while (local health 3 or more), the
 // report adds that the answers may only have been late, and to check the load first.
 TEST(FailureReport, AnUnansweredPeerIsBlamedUnlessThisNodeWasItselfStarved) {
-  Config config;
-  config.min_nodes = config.max_nodes = 3;
-  config.join_timeout = 10s;
   protocol::Snapshot snapshot;
-  snapshot.joined = true;
-  snapshot.members = {member("a", protocol::MemberStatus::alive),
-                      member("b", protocol::MemberStatus::alive)};
   protocol::UnreachablePeer peer;
   peer.endpoint = "b:29400";
   peer.unanswered = 5;
@@ -64,7 +65,7 @@ TEST(FailureReport, AnUnansweredPeerIsBlamedUnlessThisNodeWasItselfStarved) {
   snapshot.unreachable = {peer};
   auto text = [&](std::uint32_t peak) {
     snapshot.peak_local_health = peak;
-    return std::string(join_timeout_error(config, snapshot, protocol::Time{10s}, "").what());
+    return timeout_text(snapshot);
   };
   const std::string healthy = text(2);
   EXPECT_NE(healthy.find("no answer at the advertised address of b b:29400 (5 messages "

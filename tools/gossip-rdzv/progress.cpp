@@ -60,10 +60,9 @@ std::uint32_t suspects(const Progress& progress) {
                     [](const MemberProgress& m) { return m.status == "suspect"; }));
 }
 
-// ", 2 suspect (n4, n7)": members that stopped answering probes. The round still counts
-// them (a suspect is a member until it is declared dead), so they are not waited for.
-std::string suspects_text(const Progress& progress) {
-  const std::uint32_t count = suspects(progress);
+// ", 2 suspect (n4, n7)": the `count` members that stopped answering probes. The round still
+// counts them (a suspect is a member until it is declared dead), so they are not waited for.
+std::string suspects_text(const Progress& progress, std::uint32_t count) {
   if (count == 0) return "";
   std::vector<std::string> names;
   for (const auto& member : progress.members) {
@@ -111,9 +110,10 @@ std::string ProgressDisplay::describe(const Progress& progress) {
   if (!progress.joined) return "contacting seed(s)..." + reachability(progress);
   if (progress.committed) return "agreed on the membership";
   const std::uint32_t alive = progress.alive();
-  const std::uint32_t counted = alive + suspects(progress);  // what the round counts
+  const std::uint32_t suspect_count = suspects(progress);
+  const std::uint32_t counted = alive + suspect_count;  // what the round counts
   const std::uint32_t missing = progress.min_nodes > counted ? progress.min_nodes - counted : 0;
-  const std::string suspect = suspects_text(progress);
+  const std::string suspect = suspects_text(progress, suspect_count);
   std::string line;
   if (progress.min_nodes == progress.max_nodes) {
     line = std::to_string(alive) + "/" + std::to_string(progress.min_nodes) + " joined" + suspect +
