@@ -82,6 +82,10 @@ bool decided(const ViewClaim& claim, const std::vector<MemberKey>& members,
 
 Agreement::Agreement(AgreementConfig config) : config_(std::move(config)) {
   if (!config_.pool) config_.pool = std::make_shared<InternPool>();
+  if (config_.previous) {
+    previous_sorted_ = *config_.previous;
+    std::sort(previous_sorted_.begin(), previous_sorted_.end());
+  }
 }
 
 ViewClaim Agreement::full_claim(const View& view) const {
@@ -266,15 +270,17 @@ const MemberList* Agreement::candidate(Time now, const MemberTable& table) {
   if (live < config_.min_nodes) {
     min_reached_at_.reset();
     last_call_end_.reset();
+    last_call_over_ = false;
     return nullptr;
   }
   if (!min_reached_at_) min_reached_at_ = now;
-  if (live < config_.max_nodes) {
+  if (live < config_.max_nodes && !last_call_over_) {
     // torchrun's last call: MIN is there, wait a little for more before closing the view.
-    last_call_end_ = *min_reached_at_ + config_.last_call;
+    last_call_end_ = *min_reached_at_ + last_call_for(table);
     if (now < *last_call_end_) return nullptr;
   }
   last_call_end_.reset();
+  last_call_over_ = true;
   if (seen_table_version_ != table.version()) {
     // Sorted live members, built only when a view can be formed and the table changed.
     seen_table_version_ = table.version();
@@ -292,6 +298,19 @@ const MemberList* Agreement::candidate(Time now, const MemberTable& table) {
     live_ = config_.pool->members(digest, std::move(live));
   }
   return live_.get();
+}
+
+Time Agreement::last_call_for(const MemberTable& table) {
+  if (!config_.previous || !config_.settle || *config_.settle >= config_.last_call)
+    return config_.last_call;
+  if (newcomers_version_ != table.version()) {
+    newcomers_version_ = table.version();
+    const auto live = table.live_keys();
+    no_newcomer_ = std::all_of(live.begin(), live.end(), [&](const MemberKey& key) {
+      return std::binary_search(previous_sorted_.begin(), previous_sorted_.end(), key);
+    });
+  }
+  return no_newcomer_ ? *config_.settle : config_.last_call;
 }
 
 const Agreement::View* Agreement::highest() const {

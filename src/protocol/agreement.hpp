@@ -86,6 +86,12 @@ struct AgreementConfig {
   /// those of its members, in that order (stable ranks); a view naming others is one it will
   /// not hold. Without it any seniors are accepted and its own proposals name none.
   std::optional<std::vector<MemberKey>> previous = std::nullopt;
+  /// With `previous`: the last call instead when every live member of the table is a
+  /// member of the previous outcome (a round after a death or a worker failure, nobody new
+  /// to admit). It only lets the news of the change reach the others; a member that arrives
+  /// later starts a round of its own. A newcomer seen before it ends brings back `last_call`.
+  /// Unset: `last_call` always.
+  std::optional<Time> settle = std::nullopt;
 };
 
 class Agreement {
@@ -185,6 +191,9 @@ class Agreement {
   /// ready on it (complete = true: also every member's row, with its generation, is here).
   bool valid(const View& view, const MemberTable& table, bool complete) const;
   const MemberList* candidate(Time now, const MemberTable& table);
+  /// The last call that applies now: config_.settle when no live member is new since the
+  /// previous outcome, else config_.last_call.
+  Time last_call_for(const MemberTable& table);
   ViewClaim full_claim(const View& view) const;
   void update_superseded(const View& view, const MemberTable& table) const;
   bool release_if_dead(const MemberTable& table);
@@ -223,6 +232,12 @@ class Agreement {
   std::uint64_t max_attempt_ = 0;
   std::optional<Time> min_reached_at_;  ///< when MIN live members were first seen (last call)
   std::optional<Time> last_call_end_;
+  bool last_call_over_ = false;  ///< a view was formed after the last call: it stays over
+  /// Whether every live member is one of config_.previous (AgreementConfig::settle), for
+  /// the table version `newcomers_version_`; `previous_sorted_` is previous in key order.
+  bool no_newcomer_ = false;
+  std::uint64_t newcomers_version_ = UINT64_MAX;
+  std::vector<MemberKey> previous_sorted_;
   // step() does real work only when something changed: new bits, a membership change, or
   // the end of the last call. Keeps a simulated 10k-node cluster affordable.
   bool dirty_ = true;

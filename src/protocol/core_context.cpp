@@ -44,6 +44,8 @@ void CoreContext::start_round(std::uint32_t round) {
   // same seniors, and one that knows an older outcome names none (docs/protocol.md).
   if (last_outcome && round > 0 && last_outcome->first == round - 1)
     next.previous = last_outcome->second;
+  // A round with nobody new to admit waits one gossip period: one push of the news.
+  next.settle = std::min(next.last_call, as_time(config.timing.gossip_interval));
   agreement = Agreement(std::move(next));
   dirty = true;
 }

@@ -320,6 +320,40 @@ TEST(Rounds, ARoundAfterTheFirstDoesNotWaitTheWholeLastCall) {
   EXPECT_EQ(commit_of(net, 1, 1)->nnodes(), 2u);
 }
 
+// A later round with nobody new to admit (a death, a worker failure) waits one gossip period
+// for the news to reach the others (AgreementConfig::settle), not later_round_last_call; one
+// with a newcomer waits that whole last call, so that nodes started together join together.
+TEST(Rounds, ARoundWithNobodyNewWaitsOneGossipPeriodAndOneWithANewcomerTheLastCall) {
+  const Timing timing = Timing::local();
+  const Time later_last_call = std::chrono::duration_cast<Time>(5 * timing.gossip_interval);
+  auto round_took = [](MiniNet& net, int i, std::uint32_t round) -> std::optional<Time> {
+    std::optional<Time> started;
+    if (!net.run([&] { return round_started(net, i, round) != nullptr; })) return std::nullopt;
+    started = net.now();
+    if (!net.run([&] { return commit_of(net, i, round).has_value(); })) return std::nullopt;
+    return net.now() - *started;
+  };
+
+  MiniNet shrink(2, 3);
+  for (int i = 1; i <= 3; ++i) shrink.add(i, elastic());
+  ASSERT_TRUE(shrink.run([&] { return all_in_round(shrink, {1, 2, 3}, 0); }));
+  shrink.crash(3);
+  const auto after_death = round_took(shrink, 1, 1);
+  ASSERT_TRUE(after_death);
+  expect_one_outcome(shrink, {1, 2}, 1);
+  EXPECT_LT(*after_death, later_last_call);
+
+  MiniNet grow(2, 4);  // three of four after the arrival: a last call
+  grow.last_call = 500ms;
+  grow.add(1, elastic()), grow.add(2, elastic());
+  ASSERT_TRUE(grow.run([&] { return all_in_round(grow, {1, 2}, 0); }));
+  grow.add(3, elastic());
+  const auto after_arrival = round_took(grow, 1, 1);
+  ASSERT_TRUE(after_arrival);
+  expect_one_outcome(grow, {1, 2, 3}, 1);
+  EXPECT_GE(*after_arrival, later_last_call);
+}
+
 /// The last round node i committed, if it is later than `after` and has `size` members.
 std::optional<std::uint32_t> later_round_of_size(MiniNet& net, int i, std::uint32_t after,
                                                  std::size_t size) {

@@ -149,7 +149,8 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--last-call", raw.last_call,
                  "With MIN:MAX: how long the first round waits for more\n"
                  "nodes once MIN are in (default: 30s); later rounds wait\n"
-                 "5 gossip periods (1s with --profile lan), at most DUR")
+                 "5 gossip periods (1s with --profile lan), 1 when no node\n"
+                 "is new, at most DUR")
       ->type_name("DUR");
   app.add_option("--env-file", raw.env_file,
                  "Write the torchrun variables to PATH; {local_rank} in PATH\n"
