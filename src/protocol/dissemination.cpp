@@ -82,10 +82,7 @@ void Dissemination::pass_over_seeds(CoreContext& ctx, std::vector<std::string>& 
 // that peer's job ends only when it knows every member of the round left
 // (`gossip-rdzv-sim --scenario elastic --nodes 8 --seed 4101` before this).
 void Dissemination::add_own_leave(const CoreContext& ctx, std::vector<MemberRecord>& updates) {
-  if (!ctx.left) return;
-  for (const auto& update : updates)
-    if (update.ann.endpoint == ctx.config.self.endpoint) return;
-  updates.push_back(ctx.self_record());
+  if (ctx.left) add_update_once(updates, ctx.self_record());
 }
 
 void Dissemination::push(CoreContext& ctx, std::size_t fanout, bool skip_empty) {
@@ -170,7 +167,8 @@ void Dissemination::gossip_to_the_dead(CoreContext& ctx, Time now) {
   Gossip gossip;
   gossip.updates = ctx.table.take_piggyback(ctx.config.timing.max_piggyback);
   add_own_leave(ctx, gossip.updates);
-  if (const Member* row = ctx.table.find(*buried)) gossip.updates.push_back(ctx.table.record(*row));
+  if (const Member* row = ctx.table.find(*buried))
+    add_update_once(gossip.updates, ctx.table.record(*row));
   gossip.views = ctx.views(*buried);
   ctx.send(*buried, std::move(gossip));
 }

@@ -161,10 +161,8 @@ void FailureDetector::tick(CoreContext& ctx, Time now, Reachability& reachabilit
 void FailureDetector::tell_suspect(const CoreContext& ctx, const std::string& target,
                                    std::vector<MemberRecord>& updates) {
   const Member* row = ctx.table.find(target);
-  if (row == nullptr || row->status != MemberStatus::suspect) return;
-  for (const auto& update : updates)
-    if (update.ann.endpoint == target) return;
-  updates.push_back(ctx.table.record(*row));
+  if (row != nullptr && row->status == MemberStatus::suspect)
+    add_update_once(updates, ctx.table.record(*row));
 }
 
 void FailureDetector::tick_as_dedicated_seed(CoreContext& ctx, Time now,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -71,6 +72,14 @@ struct MemberRecord {
 
   bool operator==(const MemberRecord&) const = default;
 };
+
+/// Appends `record` to a message's `updates` unless they already name its member (the
+/// records come from one table, so a second one would say the same and only cost bytes).
+inline void add_update_once(std::vector<MemberRecord>& updates, MemberRecord record) {
+  for (const auto& update : updates)
+    if (update.ann.endpoint == record.ann.endpoint) return;
+  updates.push_back(std::move(record));
+}
 
 /// The member left the job for good: dead at a final incarnation.
 inline bool is_final_death(const MemberRecord& record) {
