@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-targets=(fuzz_gossip_codec fuzz_store_codec fuzz_core)
+targets=(fuzz_gossip_codec fuzz_store_codec fuzz_core fuzz_zmtp)
 dir=build-fuzz
 
 limit=(-max_total_time="${1:-30}")

@@ -63,21 +63,34 @@ Bytes zmtp_frame(const std::uint8_t* payload, std::size_t size) {
   return out;
 }
 
+// A connection's reader holds memory only while a message is unfinished: what arrives
+// whole is parsed straight from the chunk, and the buffer is released once everything in it
+// is parsed. A node has a reader per connection (a hundred or more in a large job), and
+// each would otherwise keep the capacity of the largest chunk or message it ever saw.
 std::optional<std::string> ZmtpReader::feed(const std::uint8_t* data, std::size_t size,
                                             std::vector<Bytes>& messages) {
-  // Drop what is parsed before growing, so the buffer holds at most one unfinished unit.
-  if (parsed_ > 0) {
-    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(parsed_));
-    parsed_ = 0;
+  if (buffer_.empty()) {
+    std::size_t used = 0;
+    auto broken = parse(data, size, used, messages);
+    if (!broken && used < size) buffer_.assign(data + used, data + size);
+    return broken;
   }
   buffer_.insert(buffer_.end(), data, data + size);
-  return parse(messages);
+  std::size_t used = 0;
+  auto broken = parse(buffer_.data(), buffer_.size(), used, messages);
+  if (used == buffer_.size()) {
+    Bytes().swap(buffer_);
+  } else {
+    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(used));
+  }
+  return broken;
 }
 
-std::optional<std::string> ZmtpReader::parse(std::vector<Bytes>& messages) {
+std::optional<std::string> ZmtpReader::parse(const std::uint8_t* stream, std::size_t stream_size,
+                                             std::size_t& parsed, std::vector<Bytes>& messages) {
   while (true) {
-    const std::uint8_t* at = buffer_.data() + parsed_;
-    const std::size_t left = buffer_.size() - parsed_;
+    const std::uint8_t* at = stream + parsed;
+    const std::size_t left = stream_size - parsed;
     if (stage_ == Stage::greeting) {
       // The signature is checked as soon as it is there: anything else is not ZMTP.
       if (left >= 1 && at[0] != 0xff) return "not a ZeroMQ peer (bad greeting)";
@@ -88,7 +101,7 @@ std::optional<std::string> ZmtpReader::parse(std::vector<Bytes>& messages) {
       if (std::memcmp(at + kMechanismAt, null_mechanism, kMechanismBytes) != 0) {
         return "security mechanism other than NULL";
       }
-      parsed_ += kGreetingBytes;
+      parsed += kGreetingBytes;
       stage_ = Stage::ready;
       continue;
     }
@@ -114,7 +127,7 @@ std::optional<std::string> ZmtpReader::parse(std::vector<Bytes>& messages) {
     if (left - header < length) return std::nullopt;
     const std::uint8_t* body = at + header;
     const auto size = static_cast<std::size_t>(length);
-    parsed_ += header + size;
+    parsed += header + size;
     if (stage_ == Stage::ready) {
       const std::string_view ready = "READY";
       if (size < 1 + ready.size() || body[0] != ready.size() ||

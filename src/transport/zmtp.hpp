@@ -53,17 +53,20 @@ class ZmtpReader {
   bool handshake_done() const { return stage_ == Stage::frames; }
 
   /// Bytes held, waiting for the rest of a greeting, command or frame.
-  std::size_t buffered() const { return buffer_.size() - parsed_; }
+  std::size_t buffered() const { return buffer_.size(); }
+  /// Bytes allocated for them: none between messages.
+  std::size_t capacity() const { return buffer_.capacity(); }
 
  private:
   enum class Stage { greeting, ready, frames };
-  /// Parses what buffer_ holds from parsed_ on; see feed().
-  std::optional<std::string> parse(std::vector<Bytes>& messages);
+  /// Parses `stream_size` bytes at `stream` from `parsed` on, advancing `parsed` past every
+  /// complete greeting, command and frame; see feed().
+  std::optional<std::string> parse(const std::uint8_t* stream, std::size_t stream_size,
+                                   std::size_t& parsed, std::vector<Bytes>& messages);
 
   std::size_t max_frame_bytes_;
   Stage stage_ = Stage::greeting;
-  Bytes buffer_;
-  std::size_t parsed_ = 0;  ///< bytes of buffer_ already parsed
+  Bytes buffer_;  ///< the unfinished greeting, command or frame, from its first byte
 };
 
 }  // namespace gossip_rdzv::transport

@@ -1,10 +1,12 @@
 // Writes the fuzz targets' seed corpus: one valid message per gossip message type, one store
 // request per op and one response per status, and for the core target the traffic a 3-node
 // net (tests/unit/mini_net.hpp) delivers to its node 1: one input per message type seen and
-// one input with the whole trace. scripts/fuzz.sh --corpus runs it; its output is checked in
-// under tests/fuzz/corpus/<target>/.
+// one input with the whole trace; for the ZMTP reader, what a DEALER sends on a connection
+// (greeting, READY, messages) under a few chunk sizes. scripts/fuzz.sh --corpus runs it; its output
+// is checked in under tests/fuzz/corpus/<target>/.
 //
-//   fuzz_corpus_gen DIR   (writes DIR/fuzz_gossip_codec, DIR/fuzz_store_codec, DIR/fuzz_core)
+//   fuzz_corpus_gen DIR   (writes DIR/fuzz_gossip_codec, DIR/fuzz_store_codec, DIR/fuzz_core,
+//                          DIR/fuzz_zmtp)
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "fuzz_input.hpp"
 #include "protocol/codec.hpp"
 #include "store/store_codec.hpp"
+#include "transport/zmtp.hpp"
 #include "unit/mini_net.hpp"
 
 using namespace gossip_rdzv;
@@ -145,6 +148,25 @@ void core_corpus(const fs::path& dir) {
   write(dir, "trace_3_nodes", trace);
 }
 
+// fuzz_zmtp's input: one byte choosing the chunk size, then a connection's bytes.
+void zmtp_corpus(const fs::path& dir) {
+  namespace tp = gossip_rdzv::transport;
+  tp::Bytes stream = tp::zmtp_handshake("DEALER");
+  for (std::size_t size : {0, 1, 300, 1024}) {
+    const tp::Bytes frame = tp::zmtp_frame(tp::Bytes(size, static_cast<std::uint8_t>(size)));
+    stream.insert(stream.end(), frame.begin(), frame.end());
+  }
+  for (std::uint8_t step : {0, 7, 64, 96}) {
+    std::vector<std::uint8_t> input{step};
+    input.insert(input.end(), stream.begin(), stream.end());
+    write(dir, "dealer_step_" + std::to_string(step + 1), input);
+  }
+  std::vector<std::uint8_t> router{13};
+  const tp::Bytes handshake = tp::zmtp_handshake("ROUTER");
+  router.insert(router.end(), handshake.begin(), handshake.end());
+  write(dir, "router_handshake", router);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,5 +178,6 @@ int main(int argc, char** argv) {
   gossip_corpus(root / "fuzz_gossip_codec");
   store_corpus(root / "fuzz_store_codec");
   core_corpus(root / "fuzz_core");
+  zmtp_corpus(root / "fuzz_zmtp");
   return 0;
 }

@@ -411,6 +411,39 @@ TEST(Zmtp, FramesSplitAnywhereAreReassembled) {
   }
 }
 
+// A node holds a reader per connection: between messages a reader holds no memory, however
+// large the last chunk or message was.
+TEST(Zmtp, AReaderHoldsMemoryOnlyWhileAMessageIsUnfinished) {
+  ZmtpReader reader(1 << 20);
+  std::vector<Bytes> messages;
+  Bytes stream = zmtp_handshake("ROUTER");
+  const Bytes small = zmtp_frame(Bytes(100, 'a'));
+  stream.insert(stream.end(), small.begin(), small.end());
+  ASSERT_FALSE(reader.feed(stream.data(), stream.size(), messages).has_value());
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(reader.capacity(), 0u);
+
+  const Bytes large = zmtp_frame(Bytes(20000, 'b'));  // more than one 8 KiB chunk
+  for (std::size_t at = 0; at < large.size(); at += 8192) {
+    const std::size_t n = std::min<std::size_t>(8192, large.size() - at);
+    ASSERT_FALSE(reader.feed(large.data() + at, n, messages).has_value());
+    if (at + n < large.size()) {
+      EXPECT_EQ(reader.buffered(), at + n);
+    }
+  }
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[1], Bytes(20000, 'b'));
+  EXPECT_EQ(reader.buffered(), 0u);
+  EXPECT_EQ(reader.capacity(), 0u);
+
+  // A chunk that ends inside the next frame keeps only that frame's first bytes.
+  Bytes two = small;
+  two.insert(two.end(), large.begin(), large.begin() + 50);
+  ASSERT_FALSE(reader.feed(two.data(), two.size(), messages).has_value());
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(reader.buffered(), 50u);
+}
+
 TEST(Zmtp, BrokenPeersAreNamed) {
   const auto refusal = [](Bytes stream) {
     ZmtpReader reader(1000);
