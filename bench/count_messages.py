@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Runs N `gossip-rdzv join` agents on 127.0.0.1 with logging on and counts, from their logs,
-what each agent sent by message type and how often members were suspected, buried and
-committed: the counts behind docs/performance.md ("Messages per agent", "An overloaded host").
+what each agent sent by message type, how often members were suspected, buried and
+committed, and what each agent's transport did with connections until its commit: the counts
+behind docs/performance.md ("Messages per agent", "An overloaded host", "Connections opened
+per agent"). The counts end at each agent's files: the child that serves its stay after
+`join` returned writes its log to /dev/null.
 
 Usage (from the repository root, after building):
   python3 bench/count_messages.py 128                        # trace: messages by type
@@ -25,6 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from testlib import built_tool, free_ports  # noqa: E402
 
 SENT = re.compile(r"-> (\w+) to .*\((\d+) bytes\)")
+TRANSPORT = re.compile(
+    r"transport at the commit: (\d+) connections opened, (\d+) closed to make room "
+    r"\((\d+) of them with (\d+) messages waiting.*?; (\d+) inbound connections taken, "
+    r"(\d+) closed to make room; (\d+) sends dropped")
+TRANSPORT_FIELDS = ("connections opened", "closed to make room", "closed with messages waiting",
+                    "messages lost so", "inbound taken", "inbound closed to make room",
+                    "sends dropped")
 
 
 def main() -> int:
@@ -57,7 +67,7 @@ def main() -> int:
                 stdout=subprocess.DEVNULL, stderr=log, env=env))
     codes = [p.wait() for p in procs]
     last_join = time.monotonic() - start
-    # `join` returns with its files; the detached child serves the stay and keeps logging.
+    # `join` returns with its files; the detached child serves the stay (logging nowhere).
     for _ in range(1200):
         # The agents' own arguments, not this script's (which names the directory too).
         agents = f"--env-file {logs}/"
@@ -70,8 +80,11 @@ def main() -> int:
     sent = collections.Counter()
     sent_bytes = collections.Counter()
     lines = collections.Counter()
+    transport = []  # per agent that committed: its TRANSPORT_FIELDS
     for i in range(args.nodes):
         for line in (logs / f"{i}.log").read_text(errors="replace").splitlines():
+            if m := TRANSPORT.search(line):
+                transport.append([int(g) for g in m.groups()])
             if m := SENT.search(line):
                 sent[m.group(1)] += 1
                 sent_bytes[m.group(1)] += int(m.group(2))
@@ -83,6 +96,12 @@ def main() -> int:
           f"{last_join:.1f} s")
     for what in ("member up", "member suspected", "member dead", "committed round"):
         print(f"{what!r} lines, all agents: {lines[what]}")
+    if transport:
+        print(f"transport until the commit, per agent ({len(transport)} agents logged it; "
+              f"needs --log debug or trace): mean / max")
+        for k, field in enumerate(TRANSPORT_FIELDS):
+            values = [agent[k] for agent in transport]
+            print(f"  {field:28} {sum(values) / len(values):8.1f} / {max(values)}")
     for kind, count in sent.most_common():
         print(f"{kind:12} {count / args.nodes:8.1f} sent per agent "
               f"{sent_bytes[kind] / args.nodes / 1024:8.1f} KiB per agent")

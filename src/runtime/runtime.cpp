@@ -194,6 +194,7 @@ void Runtime::stop() {
   stopping_ = true;
   if (transport_) transport_->wake();
   if (thread_.joinable()) thread_.join();
+  if (transport_) log_transport_counters("at stop");
   transport_.reset();  // closes sockets; queued messages get the transport's linger
   {
     std::lock_guard lock(mutex_);
@@ -286,7 +287,21 @@ void Runtime::loop() {
   }
 }
 
+// One debug line of what the transport did (docs/performance.md counts connections with it):
+// at each commit, since an agent in env-file mode hands its stay to a child whose output goes
+// to /dev/null, and when the runtime stops.
+void Runtime::log_transport_counters(std::string_view when) const {
+  const transport::TransportCounters& c = transport_->counters();
+  log_->debug(
+      "transport {}: {} connections opened, {} closed to make room ({} of them with {} "
+      "messages waiting for the peer's greeting); {} inbound connections taken, {} closed to "
+      "make room; {} sends dropped",
+      when, c.destinations_opened, c.destinations_evicted, c.evicted_waiting,
+      c.messages_lost_on_eviction, c.inbound_accepted, c.inbound_closed_for_room, c.sends_dropped);
+}
+
 void Runtime::publish() {
+  if (unpublished_assignment_) log_transport_counters("at the commit");
   {
     std::lock_guard lock(mutex_);
     if (unpublished_assignment_) state_.assignment = std::exchange(unpublished_assignment_, {});

@@ -153,6 +153,8 @@ class Runtime {
   std::vector<Send> step(protocol::Time now, const std::vector<transport::Received>& inbound);
   void transmit(const Send& send);
   void publish();
+  /// Logs transport_->counters() at debug level; `when` says at which moment.
+  void log_transport_counters(std::string_view when) const;
   void apply_event(const protocol::Event& event);
   void note_unreachable_report(const protocol::UnreachableReported& report);
   PeerDetail peer_detail(const std::string& endpoint) const;

@@ -194,6 +194,12 @@ bool ZmqTransport::send_raw(zmq::socket_t& socket, const std::string& id, const 
 }
 
 bool ZmqTransport::send(const std::string& endpoint, const Bytes& bytes) {
+  const bool queued = queue(endpoint, bytes);
+  if (!queued) ++counters_.sends_dropped;
+  return queued;
+}
+
+bool ZmqTransport::queue(const std::string& endpoint, const Bytes& bytes) {
   Destination* target = destination(zmq_tcp_address(endpoint));
   if (target == nullptr) return false;
   if (can_send(*target)) {
@@ -235,7 +241,6 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
     recency_.splice(recency_.begin(), recency_, found->second.recency);
     return &found->second;
   }
-  if (destinations_.size() >= options_.max_destinations) evict_least_recent();
   // Never reused: ZeroMQ refuses (asserts on) a routing id that names a live connection, and
   // a closed one may still be closing.
   std::string routing_id = "d" + std::to_string(next_routing_id_++);
@@ -243,8 +248,9 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
     outbox_.set(zmq::sockopt::connect_routing_id, routing_id);
     outbox_.connect(address);
   } catch (const zmq::error_t&) {
-    return nullptr;  // malformed address: nothing will ever reach it
+    return nullptr;  // malformed address: nothing will ever reach it, and nothing is closed
   }
+  if (destinations_.size() >= options_.max_destinations) evict_least_recent();
   // The connection's queue exists from connect() on; ZeroMQ sends it once TCP is up, so the
   // handshake goes first; messages wait for the peer's (see Destination::waiting). A
   // connection is used once: when it drops it is closed (drop_destination), never resumed
@@ -258,6 +264,7 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
   }
   recency_.push_front(address);
   address_of_[routing_id] = address;
+  ++counters_.destinations_opened;
   const auto inserted = destinations_.emplace(
       address, Destination{std::move(routing_id),
                            recency_.begin(),
@@ -290,19 +297,28 @@ void ZmqTransport::evict_least_recent() {
   for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
     const auto found = destinations_.find(*it);
     if (found != destinations_.end() && found->second.waiting.empty()) {
+      ++counters_.destinations_evicted;
       drop_destination(std::string(*it));
       return;
     }
   }
-  if (!recency_.empty()) drop_destination(std::string(recency_.back()));
+  if (recency_.empty()) return;
+  if (const auto found = destinations_.find(recency_.back()); found != destinations_.end()) {
+    ++counters_.evicted_waiting;
+    counters_.messages_lost_on_eviction += found->second.waiting.size();
+  }
+  ++counters_.destinations_evicted;
+  drop_destination(std::string(recency_.back()));
 }
 
 bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {
   const auto found = inbound_.find(reply_to);
-  if (reply_to.empty() || found == inbound_.end()) return false;
   // With keys the peer's challenge came first on its connection; without it, no reply.
-  if (options_.keyring && !found->second.channel.theirs) return false;
-  return send_raw(inbox_, reply_to, frame_for(found->second.channel, bytes));
+  const bool queued = !reply_to.empty() && found != inbound_.end() &&
+                      (!options_.keyring || found->second.channel.theirs) &&
+                      send_raw(inbox_, reply_to, frame_for(found->second.channel, bytes));
+  if (!queued) ++counters_.sends_dropped;
+  return queued;
 }
 
 std::optional<Bytes> ZmqTransport::receive(std::chrono::milliseconds timeout) {
@@ -380,8 +396,10 @@ void ZmqTransport::on_inbox_chunk(const std::string& id, const zmq::message_t& d
       // Beyond the cap the connection idle the longest goes: a flood of connections evicts
       // its own before a peer that keeps talking.
       while (inbound_.size() >= std::max<std::size_t>(options_.max_inbound_connections, 1)) {
+        ++counters_.inbound_closed_for_room;
         close_inbound(inbound_recency_.back());
       }
+      ++counters_.inbound_accepted;
       inbound_recency_.push_front(id);
       Channel channel;
       if (options_.keyring) {
@@ -440,6 +458,7 @@ void ZmqTransport::note_inbound_address(const std::string& id, Inbound& connecti
        idlest.size() < count - cap && it != inbound_recency_.rend(); ++it) {
     if (*it != id && inbound_.at(*it).peer == connection.peer) idlest.push_back(*it);
   }
+  counters_.inbound_closed_for_room += idlest.size();
   for (const std::string& victim : idlest) close_inbound(victim);
 }
 

@@ -63,6 +63,22 @@ struct Received {
   std::optional<AuthRefusal> refusal;
 };
 
+/// What a transport did with its connections and messages since it was made. An agent logs
+/// them when it stops (debug level); docs/performance.md counts connections with them.
+struct TransportCounters {
+  std::uint64_t destinations_opened = 0;   ///< outgoing connections opened, one per new destination
+  std::uint64_t destinations_evicted = 0;  ///< of those, closed to stay within max_destinations
+  /// Evicted while messages still waited for the peer's greeting (every destination had
+  /// some), and the messages dropped with them.
+  std::uint64_t evicted_waiting = 0;
+  std::uint64_t messages_lost_on_eviction = 0;
+  std::uint64_t inbound_accepted = 0;  ///< inbound connections taken
+  /// Inbound connections closed to stay within max_inbound_connections or
+  /// max_inbound_per_address.
+  std::uint64_t inbound_closed_for_room = 0;
+  std::uint64_t sends_dropped = 0;  ///< send() and reply() calls that returned false
+};
+
 struct TransportOptions {
   /// How long a closing socket keeps trying to deliver queued messages, so the last pushes
   /// before exit (commit notices) get out; also bounds how long close() can take.
@@ -143,6 +159,7 @@ class ZmqTransport {
 
   /// Inbound connections held now (at most options.max_inbound_connections).
   std::size_t inbound_connections() const { return inbound_.size(); }
+  const TransportCounters& counters() const { return counters_; }
 
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
@@ -181,6 +198,8 @@ class ZmqTransport {
   };
 
   void bind(const std::string& listen_host, std::uint16_t listen_port);
+  /// send() without the count: queues `bytes` for `endpoint`, false when dropped.
+  bool queue(const std::string& endpoint, const Bytes& bytes);
   void configure_outbox();
   /// Queues `data` on the raw connection `id` of `socket`; false when it was dropped.
   static bool send_raw(zmq::socket_t& socket, const std::string& id, const Bytes& data);
@@ -234,6 +253,7 @@ class ZmqTransport {
   std::unordered_map<std::string, std::size_t> inbound_per_address_;  ///< by Inbound::peer
   std::size_t undelivered_bytes_ = 0;  ///< Inbound::held over the connections not delivered
   std::deque<Received> ready_;         ///< parsed from the last chunks read, not yet returned
+  TransportCounters counters_;
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

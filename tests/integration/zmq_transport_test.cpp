@@ -300,6 +300,32 @@ TEST(ZmqTransport, EvictionSparesADestinationWhoseMessagesWaitForItsGreeting) {
   EXPECT_TRUE(contains(got, "for slow")) << got.size() << " bytes arrived, not the message";
 }
 
+// The counters an agent logs (Runtime): connections opened, evicted, and what an eviction
+// that could not spare a waiting destination dropped.
+TEST(ZmqTransport, CountersSayWhatConnectionsCostAndWhatWasDropped) {
+  LoopbackSocket slow(LoopbackSocket::Mode::listening);  // accepts, never greets
+  TransportOptions options;
+  options.max_destinations = 1;
+  ZmqTransport sender("127.0.0.1", 0, options);
+  ZmqTransport first("127.0.0.1", 0);
+  const std::string slow_address = "127.0.0.1:" + std::to_string(slow.port());
+  ASSERT_TRUE(sender.send(slow_address, bytes_of("one")));
+  ASSERT_TRUE(sender.send(slow_address, bytes_of("two")));
+  // The only destination has messages waiting: a second one evicts it anyway.
+  ASSERT_TRUE(sender.send(loopback(first), bytes_of("a")));
+  ASSERT_TRUE(receive_within(first, 5s, &sender).has_value());
+  EXPECT_FALSE(sender.send("not an address", bytes_of("x")));
+
+  const TransportCounters& sent = sender.counters();
+  EXPECT_EQ(sent.destinations_opened, 2u);
+  EXPECT_EQ(sent.destinations_evicted, 1u);
+  EXPECT_EQ(sent.evicted_waiting, 1u);
+  EXPECT_EQ(sent.messages_lost_on_eviction, 2u);
+  EXPECT_EQ(sent.sends_dropped, 1u);
+  EXPECT_EQ(first.counters().inbound_accepted, 1u);
+  EXPECT_EQ(first.counters().inbound_closed_for_room, 0u);
+}
+
 std::size_t resident_kib() {
   std::ifstream status("/proc/self/status");
   std::string line;
