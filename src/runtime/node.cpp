@@ -155,9 +155,9 @@ Error Node::Impl::timeout_error(const runtime::RuntimeState& state) const {
                                                   seconds_text(config.join_timeout) + ": " + told);
   }
   if (!state.joined) {
-    return Error(ErrorCode::seed_unreachable, "no seed answered within " +
-                                                  seconds_text(config.join_timeout) + ": " +
-                                                  explain_silent_seeds(seeds));
+    return Error(ErrorCode::seed_unreachable,
+                 "no seed answered within " + seconds_text(config.join_timeout) + ": " +
+                     explain_silent_seeds(seeds, state.seeds_that_greeted));
   }
   std::string notes = told;
   for (const std::string& note :

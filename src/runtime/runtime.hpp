@@ -44,7 +44,10 @@ struct RuntimeState {
   bool job_finished = false;                            ///< core.job_finished()
   std::optional<protocol::JobEnded> job_ended;          ///< a peer ended the job for us
   bool stopped = false;                                 ///< stop() was called
-  std::optional<std::string> loop_failure;              ///< the loop died of an exception (a bug)
+  /// The core's seeds (endpoints) whose process greeted a connection of ours at some time
+  /// (ZmqTransport::has_greeted), kept up to date until this node joined.
+  std::vector<std::string> seeds_that_greeted;
+  std::optional<std::string> loop_failure;  ///< the loop died of an exception (a bug)
 };
 
 /// Another protocol sharing the gossip socket (the store, docs/store.md): the loop hands it
@@ -161,6 +164,7 @@ class Runtime {
   void step_sidecar(protocol::Time now);
 
   const protocol::CoreConfig config_;
+  std::size_t seeds_greeted_ = 0;  ///< state_.seeds_that_greeted.size() (loop thread)
   const std::chrono::steady_clock::time_point origin_;
   std::shared_ptr<spdlog::logger> log_;
 

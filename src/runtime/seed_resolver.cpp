@@ -128,9 +128,26 @@ std::string self_advertise_for(const std::string& target_ip) {
   return route_source(target_ip).value_or(is_ipv6(target_ip) ? "::1" : "127.0.0.1");
 }
 
-std::string explain_silent_seed(const std::string& host, std::uint16_t port) {
+std::string explain_silent_seed(const std::string& host, std::uint16_t port, bool greeted) {
   const std::string where = endpoint_text(host, port);
   const auto probe = transport::probe_tcp(host, port, kSeedProbeTimeout);
+  if (greeted && probe.outcome == transport::ProbeOutcome::refused) {
+    return fmt::format(
+        "the seed at {} took this node's connection but never answered it, and nothing "
+        "listens there now: the seed stopped, most likely at its own --join-timeout, which "
+        "counts from its start (or it was killed); start every node within that time of the "
+        "seed, or give the seed a longer --join-timeout",
+        where);
+  }
+  if (greeted && (probe.outcome == transport::ProbeOutcome::connected ||
+                  probe.outcome == transport::ProbeOutcome::timed_out)) {
+    // Timed out: a seed too busy to accept lets its listen queue fill and drops connections.
+    return fmt::format(
+        "the seed at {} took this node's connection but never answered it: it is too busy "
+        "(many nodes joining through it on a loaded machine) or stuck; check its load and its "
+        "log, or list more seeds (--seed A,B,C) to share the joins",
+        where);
+  }
   switch (probe.outcome) {
     case transport::ProbeOutcome::refused:
       return "nothing listens on " + where + ": start the seed first or fix the port in --seed";
@@ -152,11 +169,14 @@ std::string explain_silent_seed(const std::string& host, std::uint16_t port) {
 }
 
 /// One explanation per seed, probed in parallel so the report takes one probe timeout.
-std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds) {
+std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds,
+                                 const std::vector<std::string>& greeted) {
   std::vector<std::future<std::string>> probes;
   for (const auto& seed : seeds) {
-    probes.push_back(std::async(std::launch::async, [&seed] {
-      return explain_silent_seed(seed.given.host, seed.given.port);
+    const bool was_there =
+        std::find(greeted.begin(), greeted.end(), seed.endpoint) != greeted.end();
+    probes.push_back(std::async(std::launch::async, [&seed, was_there] {
+      return explain_silent_seed(seed.given.host, seed.given.port, was_there);
     }));
   }
   std::string text;

@@ -57,10 +57,14 @@ std::vector<SeedAddress> without_self(std::vector<SeedAddress> seeds, std::uint1
 std::string self_advertise_for(const std::string& target_ip);
 
 /// Why `host`:`port` does not answer, from one TCP connection attempt (4 s at most).
-std::string explain_silent_seed(const std::string& host, std::uint16_t port);
+/// `greeted`: a seed process did listen there (it greeted a connection of ours), so a seed
+/// that is gone now stopped, and one still there was too busy or stuck to answer.
+std::string explain_silent_seed(const std::string& host, std::uint16_t port, bool greeted = false);
 
 /// Why each seed stays silent ("nothing listens on ...", "a firewall may drop ...", "no route
 /// ..."), probed in parallel: the report takes one probe timeout (4 s), not one per seed.
-std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds);
+/// `greeted`: the seeds' endpoints (SeedAddress::endpoint) that greeted a connection of ours.
+std::string explain_silent_seeds(const std::vector<SeedAddress>& seeds,
+                                 const std::vector<std::string>& greeted = {});
 
 }  // namespace gossip_rdzv::runtime

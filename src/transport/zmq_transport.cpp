@@ -213,6 +213,10 @@ bool ZmqTransport::queue(const std::string& endpoint, const Bytes& bytes) {
   return true;
 }
 
+bool ZmqTransport::has_greeted(const std::string& endpoint) const {
+  return greeted_.count(zmq_tcp_address(endpoint)) > 0;
+}
+
 bool ZmqTransport::can_send(const Destination& target) const {
   return target.reader.handshake_done() && (!options_.keyring || target.channel.theirs);
 }
@@ -503,6 +507,10 @@ void ZmqTransport::on_outbox_chunk(const std::string& id, const zmq::message_t& 
   // ("tcp://" removed). Its challenge, if any, comes first: read before the queue goes out.
   const std::string peer = address->second.substr(address->second.rfind("tcp://", 0) == 0 ? 6 : 0);
   for (auto& message : messages) accept(std::move(message), {}, peer, target.channel);
+  if (!target.greeted && target.reader.handshake_done()) {
+    target.greeted = true;
+    if (greeted_.size() < kMaxGreetedKept) greeted_.insert(address->second);
+  }
   if (target.channel.refused) {
     target.waiting.clear();  // it said it drops what we send: no use queueing it
   } else if (can_send(target)) {

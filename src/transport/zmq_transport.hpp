@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <zmq.hpp>
@@ -160,6 +161,10 @@ class ZmqTransport {
   /// Inbound connections held now (at most options.max_inbound_connections).
   std::size_t inbound_connections() const { return inbound_.size(); }
   const TransportCounters& counters() const { return counters_; }
+  /// Whether a connection this transport opened to `endpoint` ever got that peer's ZMTP
+  /// greeting, i.e. a ZeroMQ peer listened there. Remembered for the first kMaxGreetedKept
+  /// endpoints; a report uses it to tell a seed that stopped from one that never ran.
+  bool has_greeted(const std::string& endpoint) const;
 
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
@@ -186,6 +191,7 @@ class ZmqTransport {
     /// send_high_water_mark of them; see can_send().
     std::deque<Bytes> waiting;
     Channel channel;
+    bool greeted = false;  ///< its address is in greeted_ (or greeted_ was full)
   };
 
   struct Inbound {
@@ -254,6 +260,8 @@ class ZmqTransport {
   std::size_t undelivered_bytes_ = 0;  ///< Inbound::held over the connections not delivered
   std::deque<Received> ready_;         ///< parsed from the last chunks read, not yet returned
   TransportCounters counters_;
+  static constexpr std::size_t kMaxGreetedKept = 4096;
+  std::unordered_set<std::string> greeted_;  ///< addresses whose greeting arrived
 };
 
 /// "tcp://host:port" for "host:port" / "[v6]:port"; a "tcp://" address is returned as is.

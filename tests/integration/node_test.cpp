@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -459,6 +460,51 @@ TEST(NodeFailure, SeedThatIsAnotherServiceIsNamedAsSuch) {
   std::string message;
   EXPECT_EQ(code_of([&] { node.wait(); }, &message), ErrorCode::seed_unreachable);
   EXPECT_NE(message.find("accepts connections but never answered"), std::string::npos) << message;
+}
+
+// A seed process that took the connection (its transport greeted ours) but never answered
+// the Join is named as such: too busy when it is still there, stopped when nothing listens
+// any more (an overloaded seed of 512 joiners gave up at its own --join-timeout before the
+// last ones launched gave up at theirs, and they were told to start it).
+TEST(NodeFailure, ASeedThatTookTheConnectionButNeverAnsweredIsBusyOrStopped) {
+  for (const bool stop_it : {false, true}) {
+    auto silent = std::make_unique<transport::ZmqTransport>("127.0.0.1", 0);
+    const std::string endpoint = loopback(silent->bound_port());
+    std::atomic<bool> quit{false};
+    std::atomic<bool> heard{false};
+    std::thread loop([&] {
+      while (!quit) {
+        if (silent->receive(10ms)) heard = true;  // the Join: it came after our greeting
+      }
+    });
+    Config config = local_config(2, endpoint);
+    config.join_timeout = 2s;
+    Node node(config);
+    node.start();
+    const auto deadline = Clock::now() + 10s;
+    while (!heard && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(heard);
+    if (stop_it) {
+      quit = true;
+      loop.join();
+      silent.reset();
+    }
+    std::string message;
+    EXPECT_EQ(code_of([&] { node.wait(); }, &message), ErrorCode::seed_unreachable);
+    EXPECT_NE(message.find("the seed at " + endpoint +
+                           " took this node's connection but never "
+                           "answered it"),
+              std::string::npos)
+        << message;
+    if (stop_it) {
+      EXPECT_NE(message.find("nothing listens there now: the seed stopped"), std::string::npos)
+          << message;
+    } else {
+      EXPECT_NE(message.find("it is too busy"), std::string::npos) << message;
+      quit = true;
+      loop.join();
+    }
+  }
 }
 
 // A fake seed of a newer protocol version: it answers every message with a Refuse whose
