@@ -302,18 +302,16 @@ void Runtime::log_transport_counters(std::string_view when) const {
 
 void Runtime::publish() {
   if (unpublished_assignment_) log_transport_counters("at the commit");
-  // Which seeds ever greeted us, for the report of a node that no seed answered: a few
-  // lookups a step, until every seed has.
-  std::vector<std::string> greeted;
-  if (seeds_greeted_ < config_.seeds.size()) {
-    for (const auto& seed : config_.seeds)
-      if (transport_->has_greeted(seed)) greeted.push_back(seed);
-  }
   {
     std::lock_guard lock(mutex_);
-    if (greeted.size() > seeds_greeted_) {
-      seeds_greeted_ = greeted.size();
-      state_.seeds_that_greeted = std::move(greeted);
+    // Which seeds ever greeted us, for the report of a node that no seed answered: a few
+    // lookups a step, only until it joined (or every seed greeted).
+    if (!state_.joined && state_.seeds_that_greeted.size() < config_.seeds.size()) {
+      std::vector<std::string> greeted;
+      for (const auto& seed : config_.seeds)
+        if (transport_->has_greeted(seed)) greeted.push_back(seed);
+      if (greeted.size() > state_.seeds_that_greeted.size())
+        state_.seeds_that_greeted = std::move(greeted);
     }
     if (unpublished_assignment_) state_.assignment = std::exchange(unpublished_assignment_, {});
     if (unpublished_fatal_ && !state_.fatal) state_.fatal = unpublished_fatal_;

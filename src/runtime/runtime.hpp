@@ -164,7 +164,6 @@ class Runtime {
   void step_sidecar(protocol::Time now);
 
   const protocol::CoreConfig config_;
-  std::size_t seeds_greeted_ = 0;  ///< state_.seeds_that_greeted.size() (loop thread)
   const std::chrono::steady_clock::time_point origin_;
   std::shared_ptr<spdlog::logger> log_;
 

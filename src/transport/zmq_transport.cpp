@@ -298,21 +298,22 @@ void ZmqTransport::drop_destination(const std::string& address) {
 // each time its sender makes room for another destination. Only when every destination
 // has messages waiting is the least recent one closed anyway.
 void ZmqTransport::evict_least_recent() {
+  if (recency_.empty()) return;
+  std::string victim = recency_.back();
   for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
     const auto found = destinations_.find(*it);
     if (found != destinations_.end() && found->second.waiting.empty()) {
-      ++counters_.destinations_evicted;
-      drop_destination(std::string(*it));
-      return;
+      victim = *it;
+      break;
     }
   }
-  if (recency_.empty()) return;
-  if (const auto found = destinations_.find(recency_.back()); found != destinations_.end()) {
+  if (const auto found = destinations_.find(victim);
+      found != destinations_.end() && !found->second.waiting.empty()) {
     ++counters_.evicted_waiting;
     counters_.messages_lost_on_eviction += found->second.waiting.size();
   }
   ++counters_.destinations_evicted;
-  drop_destination(std::string(recency_.back()));
+  drop_destination(victim);
 }
 
 bool ZmqTransport::reply(const std::string& reply_to, const Bytes& bytes) {
