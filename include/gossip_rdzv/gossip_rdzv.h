@@ -131,8 +131,10 @@ GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
  *     int over = 0, status = -1;        // poll_workers: -1 while they run, waiting a moment
  *     while (!over && (status = poll_workers()) < 0) gossip_rdzv_node_round_over(node, a, &over);
  *     if (over) stop_workers();
- *     else if (status != 0) gossip_rdzv_node_report_workers_failed(node);
- *     else break;                        // finished
+ *     else if (status != 0) {            // theirs, or a member's agent that went away?
+ *       gossip_rdzv_node_failure_explained(node, a, &over);
+ *       if (!over) gossip_rdzv_node_report_workers_failed(node);  // counts as a restart
+ *     } else break;                      // finished
  *     gossip_rdzv_assignment* next = NULL;
  *     if (gossip_rdzv_node_wait_next(node, a, &next)) goto fail;
  *     gossip_rdzv_assignment_free(a);
@@ -157,6 +159,14 @@ GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
  * block. */
 GOSSIP_RDZV_API int gossip_rdzv_node_round_over(gossip_rdzv_node* node,
                                                 const gossip_rdzv_assignment* current, int* over);
+/* This node's workers of `current` failed while the round is not over: *explained = 1 when
+ * another member's departure explains it (its agent is gone and the membership declared its
+ * death), so the failure should use no restart; 0 when the failure is this node's own. Blocks:
+ * about one gossip interval when every member still listens, up to the failure detector's
+ * bound when one refuses connections (C++ Node::failure_explained_by_departure). */
+GOSSIP_RDZV_API int gossip_rdzv_node_failure_explained(gossip_rdzv_node* node,
+                                                       const gossip_rdzv_assignment* current,
+                                                       int* explained);
 /* Why the latest round began, for people ("round 1: node 10.0.0.3:29400 was declared dead;
  * ..."), into *out (free with gossip_rdzv_free); *out = NULL while the job is in its first
  * round. */

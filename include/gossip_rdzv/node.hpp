@@ -94,6 +94,20 @@ class GOSSIP_RDZV_API Node {
   /// `config.join_timeout`; throws as wait() does, and Error(job_over) when another node
   /// failed the job.
   Assignment wait_next(const Assignment& previous);
+  /// This node's workers of `current` failed while round_over(current) is still false:
+  /// whether another member's departure explains it, so that it uses no restart. When a
+  /// node's agent dies (killed, crashed), its peers' workers fail at once (their gloo
+  /// connections reset), seconds before the membership declares it dead. This first waits
+  /// for a message another member sent after the failure (about one gossip interval; at
+  /// most a probe interval and a probe timeout), so that a node that was frozen or cut off
+  /// learns whether the job moved on without it. Then it probes the gossip endpoint of every
+  /// other member of `current` (a TCP connection, at most about one probe interval in all);
+  /// when one refuses (nothing listens there any more), it waits until the round is over,
+  /// at most as long as the failure detector takes to declare a death. Returns
+  /// round_over(current) at the end: false when every member still listens (the failure is
+  /// this node's own; a frozen or cut-off member still listens, and its death ends the round
+  /// while the workers wait in a collective).
+  bool failure_explained_by_departure(const Assignment& current);
   /// This node's workers failed: the nodes agree on the next round (returns false, doing
   /// nothing, when the job is not elastic or this node has no committed round yet).
   bool report_workers_failed();

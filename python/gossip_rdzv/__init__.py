@@ -322,6 +322,17 @@ class Node:
                                                        ctypes.byref(over)))
         return bool(over.value)
 
+    def failure_explained_by_departure(self, assignment):
+        """This node's workers of `assignment`'s round failed while round_over() is still
+        False: whether another member's departure explains it (its agent went away, and the
+        membership declared the death), so the failure should use no restart. Blocks about a
+        gossip interval, or up to the failure detector's bound when a member's gossip port
+        refuses connections."""
+        explained = ctypes.c_int()
+        _check(_lib_handle.gossip_rdzv_node_failure_explained(
+            self._handle, assignment._handle, ctypes.byref(explained)))
+        return bool(explained.value)
+
     @property
     def round_change(self):
         """Why the latest round began, for people; None while in the first round."""

@@ -335,6 +335,18 @@ int gossip_rdzv_node_round_over(gossip_rdzv_node* node, const gossip_rdzv_assign
   return guarded([&] { *over = node->node->round_over(current->assignment) ? 1 : 0; });
 }
 
+int gossip_rdzv_node_failure_explained(gossip_rdzv_node* node,
+                                       const gossip_rdzv_assignment* current, int* explained) {
+  constexpr const char* call = "gossip_rdzv_node_failure_explained";
+  if (explained != nullptr) *explained = 0;
+  if (current == nullptr || explained == nullptr)
+    return usage(std::string(call) + ": NULL argument");
+  if (const int status = check_elastic(node, call)) return status;
+  return guarded([&] {
+    *explained = node->node->failure_explained_by_departure(current->assignment) ? 1 : 0;
+  });
+}
+
 int gossip_rdzv_node_round_change(gossip_rdzv_node* node, char** out) {
   if (out == nullptr) return usage("gossip_rdzv_node_round_change: NULL argument");
   *out = nullptr;

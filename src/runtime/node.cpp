@@ -14,6 +14,7 @@
 
 #include "protocol/codec.hpp"
 #include "protocol/core.hpp"
+#include "protocol/endpoint.hpp"
 #include "runtime/failure_report.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/seed_resolver.hpp"
@@ -23,6 +24,7 @@
 #include "transport/port_holder.hpp"
 #include "transport/socket_address.hpp"
 #include "transport/tcp_bind.hpp"
+#include "transport/tcp_probe.hpp"
 #include "transport/zmq_transport.hpp"
 
 namespace gossip_rdzv {
@@ -311,6 +313,58 @@ Assignment Node::wait_next(const Assignment& previous) {
     return *current;
   state.assignment.reset();  // the previous round's is no answer: say why none came
   return impl_->outcome_of(state);
+}
+
+bool Node::failure_explained_by_departure(const Assignment& current) {
+  if (!impl_->runtime || round_over(current)) return round_over(current);
+  runtime::Runtime& runtime = *impl_->runtime;
+  const Timing& timing = impl_->config.timing;
+  auto moved_on = [&](const runtime::RuntimeState& s) {
+    return s.round > current.round || s.job_ended.has_value() || s.stopped;
+  };
+  // First a message from another member sent after the failure: a node that was frozen, or
+  // cut off, reads the old news it missed at once, but learns that the job moved on without
+  // it only from what the others say now. Members gossip every gossip interval, so this
+  // costs a running job about that much.
+  const protocol::Time failed_at = runtime.now();
+  const auto news_deadline = Clock::now() + timing.probe_interval + timing.probe_timeout;
+  auto heard_since_failure = [&] {
+    const protocol::Snapshot snapshot = runtime.snapshot();
+    return std::any_of(snapshot.members.begin(), snapshot.members.end(), [&](const auto& row) {
+      return row.ann.endpoint != impl_->endpoint && row.last_heard > failed_at;
+    });
+  };
+  while (!heard_since_failure() && Clock::now() < news_deadline) {
+    if (runtime.wait_until(moved_on, Clock::now() + std::chrono::milliseconds(20))) break;
+  }
+  if (round_over(current)) return true;
+  // Each probe is a local connect on a LAN; the budget bounds a job of many members whose
+  // packets are dropped (a firewall) rather than refused.
+  const auto probe_deadline = Clock::now() + timing.probe_interval;
+  bool departed = false;
+  for (const NodeEntry& member : current.nodes) {
+    if (member.endpoint == current.me().endpoint) continue;
+    if (Clock::now() >= probe_deadline) break;
+    const auto endpoint = protocol::parse_endpoint(member.endpoint, nullptr);
+    if (!endpoint) continue;
+    const auto probe = transport::probe_tcp(endpoint->host, endpoint->port, timing.probe_timeout);
+    if (probe.outcome == transport::ProbeOutcome::refused) {
+      departed = true;
+      break;
+    }
+  }
+  if (!departed) return round_over(current);
+  // Until the membership decides: a turn of the probe order to reach it (with the indirect
+  // probes' timeout), the longest suspicion, slowed as this node's local health says; three
+  // times that, as a bound for a loaded host, not an estimate (it is reached only when the
+  // membership never declares the death).
+  const std::size_t members = current.nodes.size();
+  const std::uint32_t slowdown = runtime.snapshot().peak_local_health + 1;
+  const auto declared = 3 * slowdown *
+                        ((members + 1) * (timing.probe_interval + timing.probe_timeout) +
+                         timing.suspicion_timeout_max(members));
+  runtime.wait_until(moved_on, Clock::now() + declared);
+  return round_over(current);
 }
 
 bool Node::report_workers_failed() {

@@ -210,6 +210,8 @@ class ElasticFaultTest(TorchJobTest):
         return nodes
 
     def test_a_killed_node_leaves_two_survivors_that_finish(self):
+        # The survivors' workers fail first (their gloo connections to the dead node reset):
+        # that is the membership change, not a worker failure, and uses no restart.
         nodes = self.start_three()
         self.await_step(self.FAULT_STEP)
         victim = nodes[2]  # not the seed
@@ -220,31 +222,37 @@ class ElasticFaultTest(TorchJobTest):
         self.assertEqual(codes, [0, 0], logs)
         self.assertEqual(victim.proc.poll(), -signal.SIGKILL, logs)
         self.check_finished(2, logs)
+        for node in survivors:
+            self.assertIn("of round 0", node.proc.stderr, logs)
+            self.assertIn("(no restart used)", node.proc.stderr, logs)
+        self.assertNotIn("restart 1 of 1", logs)
 
     def test_a_frozen_node_is_left_out_and_its_workers_stop_when_it_wakes(self):
-        # Its join timeout bounds how long the woken node waits for a next round (below).
-        nodes = self.start_three(join_timeout="20s")
+        # The survivors re-form without it; when it wakes while they run, its old workers
+        # fail, and that must neither use its restart nor end the survivors' job (it was
+        # left out of their round). A longer job, so that it wakes with most of it to run.
+        self.setenv("GR_STEPS", str(2 * self.STEPS))
+        nodes = self.start_three()
         self.await_step(self.FAULT_STEP)
         victim = nodes[2]
         signal_node(victim, signal.SIGSTOP)
-        survivors = nodes[:2]
-        codes = self.cluster.wait_nodes(survivors, timeout=TORCH_TIMEOUT)
-        logs = self.cluster.logs()
-        self.assertEqual(codes, [0, 0], logs)
-        self.check_finished(2, logs)
-        # Woken after the job ended without it: it must learn it was left out, stop its
-        # round-0 workers at once, not run them next to a job that moved on, and exit. (No
-        # agent of the finished job is left to tell it the job is over, so it waits for a
-        # next round until its join timeout: exit 5, docs/cli.md.)
+        # The survivors go on in round 1 without it.
+        self.await_step(self.FAULT_STEP + 4, min_restart=1)
+        self.assertEqual(self.checkpoint().get("world"), 2)
         frozen_workers = descendants(victim.proc.popen.pid)
         signal_node(victim, signal.SIGCONT)
-        self.cluster.wait_nodes([victim], timeout=TORCH_TIMEOUT)
-        logs = self.cluster.logs()
-        self.assertEqual(victim.proc.poll(), 5, logs)
-        self.assertIn("stopped this node's workers of round 0", victim.proc.stderr)
+        # It learns it was left out and stops (or finds failed) its round-0 workers, never
+        # running them next to the survivors' round; the job has room, so it joins a later
+        # round (an arrival: no restart) and the three finish together.
         for pid in frozen_workers:
             wait_until(lambda: not pid_alive(pid), 30, f"worker {pid} of the woken node to stop")
-        self.assertFalse((self.out / "rank2.json").exists(), logs)
+        codes = self.cluster.wait_nodes(nodes, timeout=TORCH_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0, 0], logs)
+        self.assertIn("of round 0", victim.proc.stderr, logs)
+        self.assertIn("(no restart used)", victim.proc.stderr, logs)
+        self.assertNotIn("restart 1 of 1", logs)
+        self.check_finished(3, logs, min_restart=2)
 
     def test_a_node_arriving_below_max_grows_the_job_and_uses_no_restart(self):
         # The third node's worker, rank 1 of round 1 or later, crashes once in round 1: the job
@@ -277,11 +285,10 @@ class ElasticFaultTest(TorchJobTest):
                          [n["endpoint"] for n in round0["nodes"]] + [arrival.endpoint], logs)
 
     def test_the_seed_killed_mid_job_and_restarted_rejoins_and_the_job_goes_on(self):
-        # Two restarts: the seed's death may cost one (the survivors' gloo fails first), its
-        # return none (an arrival below MAX).
+        # The seed's death is a membership change (the survivors' workers that fail first, as
+        # gloo's connections reset, use no restart), its return an arrival below MAX.
         # Three seeds: a round needs a majority of the seed list (docs/protocol.md, "Quorum
         # base"), so with one seed its death would stop the survivors until it returns.
-        self.args = ["--max-restarts", "2", *self.args[2:]]
         nodes = self.start_three(all_seeds=True)
         self.await_step(self.FAULT_STEP)
         seed = nodes[0]
@@ -295,6 +302,7 @@ class ElasticFaultTest(TorchJobTest):
         logs = self.cluster.logs()
         self.assertEqual(codes, [0, 0, 0], logs)
         self.check_finished(3, logs, min_restart=2)
+        self.assertNotIn("restart 1 of 1", logs)
 
 
 def pid_alive(pid: int) -> bool:

@@ -620,6 +620,61 @@ TEST(NodeFailure, NodeWhoseAddressDoesNotWorkIsToldSoByTheSeed) {
 // A seed stays max(commit_grace, join_backoff_max) after its commit, so that a node that
 // starts or restarts late asks it at least once and is told the outcome. Under the wan
 // profile the backoff (30 s) is the longer one; here the same shape, scaled down.
+// ---- elastic jobs: whose failure is it ------------------------------------------------------
+
+// Three elastic nodes (--nnodes 2:3) on loopback, committed in round 0.
+struct ElasticTrio {
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<Assignment> round0;
+
+  ElasticTrio() {
+    Config seed = seed_node_config(3, "node0");
+    make_elastic(seed);
+    nodes.push_back(std::make_unique<Node>(seed));
+    nodes[0]->start();
+    for (int i = 1; i < 3; ++i) {
+      Config config = local_config(3, nodes[0]->endpoint());
+      config.hostname = "node" + std::to_string(i);
+      make_elastic(config);
+      nodes.push_back(std::make_unique<Node>(config));
+      nodes.back()->start();
+    }
+    std::vector<std::future<Assignment>> waits;
+    for (auto& node : nodes)
+      waits.push_back(std::async(std::launch::async, [&node] { return node->wait(); }));
+    for (auto& wait : waits) round0.push_back(wait.get());
+  }
+  static void make_elastic(Config& config) {
+    config.elastic = true;
+    config.min_nodes = 2;
+    config.max_nodes = 3;
+  }
+};
+
+TEST(NodeElastic, AWorkerFailureWhileEveryMemberListensIsThisNodesOwn) {
+  ElasticTrio trio;
+  EXPECT_FALSE(trio.nodes[1]->failure_explained_by_departure(trio.round0[1]));
+  EXPECT_FALSE(trio.nodes[1]->round_over(trio.round0[1]));
+}
+
+// A member's agent gone (here stopped without leaving, as a killed process): the survivors'
+// workers fail before its death is declared, and that failure uses no restart.
+TEST(NodeElastic, AWorkerFailureAfterAMembersAgentWentIsExplainedByItsDeparture) {
+  ElasticTrio trio;
+  const std::string gone = trio.nodes[2]->endpoint();
+  trio.nodes[2]->stop();
+  EXPECT_TRUE(trio.nodes[1]->failure_explained_by_departure(trio.round0[1]));
+  EXPECT_TRUE(trio.nodes[1]->round_over(trio.round0[1]));
+  const auto why = trio.nodes[1]->round_change();
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("dead"), std::string::npos) << *why;
+  // The survivors form round 1 without it; nobody reported a worker failure.
+  const Assignment next = trio.nodes[1]->wait_next(trio.round0[1]);
+  EXPECT_EQ(next.round, 1u);
+  EXPECT_EQ(next.nnodes(), 2u);
+  for (const auto& node : next.nodes) EXPECT_NE(node.endpoint, gone);
+}
+
 TEST(NodeLifecycle, FinishOnASeedLastsTheJoinBackoffWhenItIsLongerThanTheGrace) {
   Config config = seed_node_config(1, "seed");
   config.timing.commit_grace = 300ms;

@@ -54,6 +54,9 @@ static void errors_are_usage_with_messages(void) {
   char* text = (char*)"untouched";
   gossip_rdzv_assignment* next = (gossip_rdzv_assignment*)&flag;
   CHECK_USAGE(gossip_rdzv_node_round_over(NULL, NULL, &flag), "NULL");
+  CHECK_USAGE(gossip_rdzv_node_failure_explained(NULL, NULL, &flag), "NULL");
+  CHECK(flag == 0);
+  flag = 7;
   CHECK_USAGE(gossip_rdzv_node_round_change(NULL, &text), "NULL");
   CHECK(text == NULL);
   CHECK_USAGE(gossip_rdzv_node_wait_next(NULL, NULL, &next), "NULL");
@@ -73,6 +76,8 @@ static void errors_are_usage_with_messages(void) {
   CHECK_USAGE(gossip_rdzv_node_round_over(once, a, &flag), "not elastic");
   CHECK_USAGE(gossip_rdzv_node_round_over(once, NULL, &flag), "NULL");
   CHECK_USAGE(gossip_rdzv_node_round_over(once, a, NULL), "NULL");
+  CHECK_USAGE(gossip_rdzv_node_failure_explained(once, a, &flag), "not elastic");
+  CHECK_USAGE(gossip_rdzv_node_failure_explained(once, a, NULL), "NULL");
   CHECK_USAGE(gossip_rdzv_node_round_change(once, &text), "not elastic");
   CHECK_USAGE(gossip_rdzv_node_wait_next(once, a, &next), "not elastic");
   CHECK_USAGE(gossip_rdzv_node_report_workers_failed(once), "not elastic");
@@ -118,6 +123,10 @@ static void a_reported_job_failure_reaches_the_other_node(void) {
   for (int i = 0; i < 2; ++i) REQUIRE_OK(gossip_rdzv_node_wait(nodes[i], &a[i]));
   REQUIRE_OK(gossip_rdzv_node_job_failure(nodes[1], &failed, &rank, &status, &message));
   CHECK(failed == 0 && message == NULL);
+  /* Both still listen: a failure now would be the node's own. */
+  int explained = 7;
+  REQUIRE_OK(gossip_rdzv_node_failure_explained(nodes[1], a[1], &explained));
+  CHECK(explained == 0);
 
   REQUIRE_OK(gossip_rdzv_node_report_job_failed(nodes[0], 1, 7));
   CHECK_USAGE(gossip_rdzv_node_report_workers_failed(nodes[0]), "left the job");

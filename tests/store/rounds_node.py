@@ -68,6 +68,9 @@ def run_command(node, assignment, store, command):
                  message=str(error))
     elif name == "check":
         emit(event="check", round=assignment.round, key=args[0], set=store.check([args[0]]))
+    elif name == "explain":  # as if this round's workers had just failed here
+        emit(event="explained", round=assignment.round,
+             explained=node.failure_explained_by_departure(assignment))
     elif name == "gloo":
         emit(event="gloo", round=assignment.round, sum=gloo_all_reduce(node, assignment))
     elif name == "finish":

@@ -139,6 +139,11 @@ class PythonRoundsTest(unittest.TestCase):
         self.nodes[2].send("get", "round-key", "30")
         self.assertEqual(self.nodes[2].next_event("get").get("value"), "old")
 
+        # A failure now, with every member listening, would be node0's own.
+        self.nodes[0].send("explain")
+        self.assertEqual(self.nodes[0].next_event("explained"),
+                         {"event": "explained", "round": r0, "explained": False})
+
         # node1's workers fail: every node gets the next round, the same assignment.
         self.nodes[1].send("fail")
         self.nodes[1].next_event("failed")
@@ -170,6 +175,11 @@ class PythonRoundsTest(unittest.TestCase):
         # node2 dies: the survivors get a round without it.
         gone = after[2]["endpoint"]
         self.nodes[2].kill()
+        # A failure of node0's workers at once (as gloo's would be) is explained by the death,
+        # which the membership declares meanwhile: it would use no restart.
+        self.nodes[0].send("explain")
+        self.assertEqual(self.nodes[0].next_event("explained", timeout=60),
+                         {"event": "explained", "round": r0 + 1, "explained": True})
         survivors = self.nodes[:2]
         for node in survivors:
             node.next_event("round_over", round=r0 + 1)

@@ -44,12 +44,17 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
     // the job.
     if (!launcher.exec_error().empty() || launcher.received_signal()) return status;
     if (auto failure = node.job_failure()) return end_with(node, *failure);
-    // Our workers failing after the job moved on (their peers went away) is no failure of
-    // ours: it uses no restart.
-    if (launcher.stopped_early() || (status != 0 && node.round_over(assignment))) {
+    // Our workers failing after the job moved on, or because a member's agent went away
+    // (their peers' connections reset before the death is declared), is no failure of ours:
+    // it uses no restart.
+    if (launcher.stopped_early()) {
       say(options, node.round_change().value_or("the job moved to another round") +
                        "; stopped this node's workers of round " +
                        std::to_string(assignment.round) + " (no restart used)");
+    } else if (status != 0 && node.failure_explained_by_departure(assignment)) {
+      say(options, node.round_change().value_or("the job moved to another round") +
+                       "; this node's workers of round " + std::to_string(assignment.round) +
+                       " had failed with " + status_text(status) + " as it did (no restart used)");
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
