@@ -296,6 +296,32 @@ class AdmissionTest(ClusterTest):
         admitted = [n for n, c in zip(nodes, codes) if c == 0]
         self.assertEqual(check_consistent(self, admitted)["nnodes"], 4)
 
+    def test_a_node_arriving_at_max_while_an_elastic_job_runs_is_not_admitted(self):
+        # The workers run until the test lets them finish (a file), so the third node arrives
+        # while round 0 runs at MAX.
+        done = Path(self.tmp) / "done"
+        worker = (f'touch "{self.tmp}/running.$RANK"; '
+                  f'while [ ! -e "{done}" ]; do sleep 0.05; done')
+        ports = free_ports(3)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        extra = ["--max-restarts", "1", "--", "sh", "-c", worker]
+        first = [self.cluster.add_node(seed, "2", port=p, extra=extra) for p in ports[:2]]
+        wait_until(lambda: all((Path(self.tmp) / f"running.{r}").exists() for r in (0, 1)),
+                   timeout=CONVERGE_TIMEOUT, interval=0.05, what="both workers of round 0")
+        late = self.cluster.add_node(seed, "2", port=ports[2], extra=extra)
+        late_code = self.cluster.wait_nodes([late], timeout=CONVERGE_TIMEOUT)[0]
+        logs = self.cluster.logs()
+        self.assertEqual(late_code, 9, logs)
+        self.assertIn("not admitted", late.proc.stderr.lower(), logs)
+        self.assertFalse((Path(self.tmp) / "running.2").exists(), logs)
+        # The running job is not disturbed: still round 0, and it finishes.
+        self.assertEqual([n.proc.poll() for n in first], [None, None], logs)
+        done.touch()
+        codes = self.cluster.wait_nodes(first, timeout=CONVERGE_TIMEOUT)
+        logs = self.cluster.logs()
+        self.assertEqual(codes, [0, 0], logs)
+        self.assertNotIn("round 1", logs)
+
     def test_run_id_mismatch(self):
         port = free_port()
         seed = [f"127.0.0.1:{port}"]
