@@ -209,6 +209,12 @@ void Node::start() {
   // not be slower than the protocol's own first join retry (20 ms with the local profile).
   options.reconnect_initial =
       std::min(options.reconnect_initial, config.timing.join_backoff_initial);
+  // A peer that was down (a listed seed that starts late, a node back on its endpoint) is
+  // dialled again only on ZeroMQ's reconnect schedule, and what we send it, join replies
+  // included, waits until then: with ZeroMQ's 5 s cap a seed that arrived in a running job
+  // heard nothing for up to 5 s (docs/performance.md). One probe interval is as often as
+  // the protocol itself would try it; a refused dial costs a SYN and a RST.
+  options.reconnect_max = std::min(options.reconnect_max, config.timing.probe_interval);
   options.keyring = std::move(keyring);
   auto transport =
       std::make_unique<transport::ZmqTransport>(config.listen_host, config.listen_port, options);

@@ -412,6 +412,9 @@ void Runtime::handle_bytes(Time now, const Bytes& bytes) {
                 printable(envelope.sender), bytes.size());
     core_.on_message(now, envelope);
     if (sidecar_) sidecar_->on_member_alive(envelope.sender);
+    // It listens now: a connection of ours that found nobody there need not wait for
+    // ZeroMQ's next retry (a seed that starts late, a node back on its endpoint).
+    transport_->redial(envelope.sender);
     return;
   }
   const protocol::DecodeError& error = result.error();

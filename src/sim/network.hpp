@@ -52,7 +52,9 @@ struct LinkConfig {
   /// A packet to an endpoint where no process listens waits in the sender's queue, as with
   /// the runtime's ZeroMQ DEALER: it retries `reconnect_initial` after the first attempt,
   /// doubling up to `reconnect_max`, and holds at most `queue_limit` packets (the transport's
-  /// defaults: reconnect_ivl 100 ms, reconnect_ivl_max 5 s, sndhwm 1000).
+  /// defaults: reconnect_ivl 100 ms, reconnect_ivl_max 5 s, sndhwm 1000). Node lowers both
+  /// (to the join backoff's first step and to the probe interval); the model keeps the
+  /// transport's defaults, the slower case.
   Time reconnect_initial{std::chrono::milliseconds(100)};
   Time reconnect_max{std::chrono::seconds(5)};
   std::uint32_t queue_limit = 1000;

@@ -276,7 +276,23 @@ ZmqTransport::Destination* ZmqTransport::destination(const std::string& address)
                            false,
                            {},
                            channel});
+  inserted.first->second.dialled_at = std::chrono::steady_clock::now();
   return &inserted.first->second;
+}
+
+void ZmqTransport::redial(const std::string& endpoint) {
+  const std::string address = zmq_tcp_address(endpoint);
+  const auto found = destinations_.find(address);
+  if (found == destinations_.end() || found->second.connected) return;
+  // An attempt younger than the connect timeout may still be under way (a WAN round trip):
+  // closing it for a new one each time the peer speaks could keep it from ever connecting.
+  if (std::chrono::steady_clock::now() <
+      found->second.dialled_at + std::chrono::milliseconds(kConnectTimeoutMs))
+    return;
+  std::deque<Bytes> waiting = std::move(found->second.waiting);
+  drop_destination(address);
+  Destination* fresh = destination(address);
+  if (fresh != nullptr) fresh->waiting = std::move(waiting);
 }
 
 void ZmqTransport::drop_destination(const std::string& address) {

@@ -166,6 +166,14 @@ class ZmqTransport {
   /// endpoints; a report uses it to tell a seed that stopped from one that never ran.
   bool has_greeted(const std::string& endpoint) const;
 
+  /// A message from the process at `endpoint` just arrived, so it listens now. If our
+  /// connection to it is not up (ZeroMQ found nothing there and retries only on its reconnect
+  /// schedule, up to options.reconnect_max later), it is dialled again at once, and what
+  /// waits for it goes on the new connection. Not within the connect timeout (1 s) of the
+  /// last attempt, which may still be under way; nothing happens for an endpoint we hold no
+  /// connection to.
+  void redial(const std::string& endpoint);
+
   /// Makes a blocked (or the next) receive() return at once. Safe from any thread.
   void wake();
 
@@ -192,6 +200,7 @@ class ZmqTransport {
     std::deque<Bytes> waiting;
     Channel channel;
     bool greeted = false;  ///< its address is in greeted_ (or greeted_ was full)
+    std::chrono::steady_clock::time_point dialled_at{};  ///< when connect() was called
   };
 
   struct Inbound {

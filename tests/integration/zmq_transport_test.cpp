@@ -300,6 +300,40 @@ TEST(ZmqTransport, EvictionSparesADestinationWhoseMessagesWaitForItsGreeting) {
   EXPECT_TRUE(contains(got, "for slow")) << got.size() << " bytes arrived, not the message";
 }
 
+// A peer that did not listen when we first sent to it gets what waits for it as soon as
+// redial() says it listens (a node calls it when a message from that peer arrives), not at
+// ZeroMQ's next retry: here a minute later, so only the redialled peer gets its message.
+TEST(ZmqTransport, RedialSendsWhatWaitsToAPeerThatStartedAfterTheFirstTry) {
+  TransportOptions options;
+  options.reconnect_initial = 60s;
+  options.reconnect_max = 60s;
+  ZmqTransport sender("127.0.0.1", 0, options);
+  const std::uint16_t redialled_port = testing_support::free_loopback_port();
+  const std::uint16_t other_port = testing_support::free_loopback_port();
+  ASSERT_NE(redialled_port, other_port);
+  const std::string redialled = "127.0.0.1:" + std::to_string(redialled_port);
+  const std::string other = "127.0.0.1:" + std::to_string(other_port);
+  ASSERT_TRUE(sender.send(redialled, bytes_of("for the redialled")));
+  ASSERT_TRUE(sender.send(other, bytes_of("for the other")));
+  // ZeroMQ's first attempts find nothing listening (refused at once on loopback).
+  sender.receive(200ms);
+  ZmqTransport late("127.0.0.1", redialled_port);
+  ZmqTransport other_late("127.0.0.1", other_port);
+  // redial() leaves an attempt younger than the connect timeout (1 s) alone; the loop below
+  // tells it again each turn, as a peer that keeps talking would.
+  std::optional<Bytes> got;
+  const auto deadline = Clock::now() + 10s;
+  while (!got && Clock::now() < deadline) {
+    sender.receive(10ms);
+    sender.redial(redialled);
+    got = late.receive(10ms);
+  }
+  ASSERT_TRUE(got.has_value()) << "the redialled peer got nothing within 10 s";
+  EXPECT_EQ(text_of(*got), "for the redialled");
+  EXPECT_FALSE(receive_within(other_late, 1s, &sender).has_value())
+      << "the other peer got its message before ZeroMQ's retry: the test shows nothing";
+}
+
 // The counters an agent logs (Runtime): connections opened, evicted, and what an eviction
 // that could not spare a waiting destination dropped.
 TEST(ZmqTransport, CountersSayWhatConnectionsCostAndWhatWasDropped) {
