@@ -84,11 +84,8 @@ struct Core::Impl {
   std::size_t told_in_window = 0;
   /// A member left the job for good (merged, so it is the newest news of it): a joiner
   /// hears of it from us, and the job may be over for us too (Rounds::note_final).
-  /// A process left out of the last round we committed ended only a round we replaced: its
-  /// workers of that round failing with no restart left (it woke from a freeze, or a cut
-  /// healed, and failed before it heard) must not end our job, nor be told to joiners.
   void note_if_final(const MemberRecord& record) {
-    if (!is_final_death(record) || ctx.outside_last_outcome(record)) return;
+    if (!is_final_death(record)) return;
     ctx.note_final(record);
     if (auto ended = rounds.note_final(ctx, record)) ctx.events.push_back(std::move(*ended));
   }

@@ -79,13 +79,6 @@ void CoreContext::note_final(const MemberRecord& record) {
   }
 }
 
-bool CoreContext::outside_last_outcome(const MemberRecord& record) const {
-  if (!last_outcome) return false;
-  const MemberKey key{record.ann.endpoint, record.ann.generation};
-  const auto& members = last_outcome->second;
-  return std::find(members.begin(), members.end(), key) == members.end();
-}
-
 std::uint32_t CoreContext::retransmits() const {
   const double n = static_cast<double>(cluster_size()) + 1.0;
   return config.timing.retransmit_mult * static_cast<std::uint32_t>(std::ceil(std::log2(n)));

@@ -80,9 +80,6 @@ struct CoreContext {
   /// generation) by node rank: a new round started right after it places them first, in
   /// that order (AgreementConfig::previous).
   std::optional<std::pair<std::uint32_t, std::vector<MemberKey>>> last_outcome;
-  /// Whether `record`'s process is no member of last_outcome while we know one: its news is
-  /// about a round we already replaced (it was left out of ours, e.g. frozen or cut off).
-  bool outside_last_outcome(const MemberRecord& record) const;
 
   /// Moves to `round`: a new agreement over the same table and quorum base.
   void start_round(std::uint32_t round);

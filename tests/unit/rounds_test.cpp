@@ -264,28 +264,6 @@ TEST(Rounds, ANodeWhoseRestartsAreExhaustedEndsTheJobForEveryMember) {
   ASSERT_TRUE(net.run([&] { return net.node(1)->job_finished() && net.node(3)->job_finished(); }));
 }
 
-// A node left out of a round (frozen, cut off) whose old workers fail when it wakes may find its
-// restarts exhausted before it hears that the job moved on. Its abort is about a round the
-// others already replaced: it must not end the job of the members of the later round.
-TEST(Rounds, AnAbortFromANodeLeftOutOfTheCurrentRoundDoesNotEndTheJob) {
-  MiniNet net(2, 3);
-  for (int i = 1; i <= 3; ++i) net.add(i, elastic());
-  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2, 3}, 0); }));
-  net.cut(3, 1), net.cut(3, 2);
-  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 1); }));
-  net.node(3)->abort(net.now(), 2, 1);
-  net.heal();
-  net.run([] { return false; }, 10s);
-  EXPECT_FALSE(net.find_event<JobEnded>(1));
-  EXPECT_FALSE(net.find_event<JobEnded>(2));
-  EXPECT_FALSE(net.node(1)->left());
-  EXPECT_FALSE(net.node(2)->left());
-  // The job goes on: a worker failure there still re-forms it.
-  ASSERT_TRUE(net.node(1)->request_next_round(net.now()));
-  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 2); }));
-  expect_one_outcome(net, {1, 2}, 2);
-}
-
 TEST(Rounds, ANodeStartedAfterTheJobFinishedIsToldSoByTheSeed) {
   MiniNet net(2, 2);
   net.seed = MiniNet::endpoint(9);
