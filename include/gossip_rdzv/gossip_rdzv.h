@@ -147,7 +147,9 @@ GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
  * A launcher that counts restarts reports the last failure with
  * gossip_rdzv_node_report_job_failed instead of _report_workers_failed: every node's
  * gossip_rdzv_node_wait_next then fails with E_JOB_OVER, and gossip_rdzv_node_job_failure
- * says which node, rank and exit status ended the job.
+ * says which node, rank and exit status ended the job. Only a failure that
+ * gossip_rdzv_node_failure_explained did not explain counts: that call also lets a node that
+ * was frozen learn that the job moved on without it before it could end the job.
  *
  * The store (gossip_rdzv_store_from_node) serves the current round: keys set in an earlier
  * round are gone once this node commits the next one (docs/store.md, "Rounds").

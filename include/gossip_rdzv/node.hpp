@@ -101,12 +101,14 @@ class GOSSIP_RDZV_API Node {
   /// for a message another member sent after the failure (about one gossip interval; at
   /// most a probe interval and a probe timeout), so that a node that was frozen or cut off
   /// learns whether the job moved on without it. Then it probes the gossip endpoint of every
-  /// other member of `current` (a TCP connection, at most about one probe interval in all);
-  /// when one refuses (nothing listens there any more), it waits until the round is over,
-  /// at most as long as the failure detector takes to declare a death. Returns
-  /// round_over(current) at the end: false when every member still listens (the failure is
-  /// this node's own; a frozen or cut-off member still listens, and its death ends the round
-  /// while the workers wait in a collective).
+  /// other member of `current` not already held dead (a TCP connection, at most about one
+  /// probe interval in all); when one refuses (nothing listens there any more) or does not
+  /// answer (its host is down or cut off), it waits until the round is over, at most as long
+  /// as the failure detector takes to declare a death. Returns round_over(current) at the
+  /// end: false when every member still listens (the failure is this node's own; a frozen
+  /// member still has the kernel accept for it, and its death ends the round while the
+  /// workers wait in a collective). Call it before report_job_failed() too: an abort ends
+  /// the job for every node that learns of it, however stale.
   bool failure_explained_by_departure(const Assignment& current);
   /// This node's workers failed: the nodes agree on the next round (returns false, doing
   /// nothing, when the job is not elastic or this node has no committed round yet).

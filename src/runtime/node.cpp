@@ -345,30 +345,43 @@ bool Node::failure_explained_by_departure(const Assignment& current) {
   }
   if (round_over(current)) return true;
   // Each probe is a local connect on a LAN; the budget bounds a job of many members whose
-  // packets are dropped (a firewall) rather than refused.
+  // packets are dropped (a firewall) rather than refused. A member the table holds dead left
+  // on purpose (its workers finished) or its death already ended the round: not probed.
+  const protocol::Snapshot snapshot = runtime.snapshot();
+  auto held_dead = [&](const std::string& endpoint) {
+    return std::any_of(snapshot.members.begin(), snapshot.members.end(), [&](const auto& row) {
+      return row.ann.endpoint == endpoint && row.status == protocol::MemberStatus::dead;
+    });
+  };
   const auto probe_deadline = Clock::now() + timing.probe_interval;
   bool departed = false;
   for (const NodeEntry& member : current.nodes) {
-    if (member.endpoint == current.me().endpoint) continue;
+    if (member.endpoint == current.me().endpoint || held_dead(member.endpoint)) continue;
     if (Clock::now() >= probe_deadline) break;
     const auto endpoint = protocol::parse_endpoint(member.endpoint, nullptr);
     if (!endpoint) continue;
     const auto probe = transport::probe_tcp(endpoint->host, endpoint->port, timing.probe_timeout);
-    if (probe.outcome == transport::ProbeOutcome::refused) {
+    // Refused: its agent is gone and the host is up. No answer or no route: the host is
+    // down or cut off. A frozen process still has the kernel accept for it.
+    if (probe.outcome == transport::ProbeOutcome::refused ||
+        probe.outcome == transport::ProbeOutcome::timed_out ||
+        probe.outcome == transport::ProbeOutcome::unreachable) {
       departed = true;
       break;
     }
   }
   if (!departed) return round_over(current);
-  // Until the membership decides: a turn of the probe order to reach it (with the indirect
-  // probes' timeout), the longest suspicion, slowed as this node's local health says; three
-  // times that, as a bound for a loaded host, not an estimate (it is reached only when the
-  // membership never declares the death).
+  // Until the membership decides: a few probe periods to reach it (round-robin probing
+  // reaches every member about once a period; in a small job each prober's turn comes less
+  // often) with the indirect probes' timeout, and the longest suspicion, slowed as this
+  // node's local health says; three times that, as a bound for a loaded host, not an
+  // estimate (it is reached only when no death is declared).
   const std::size_t members = current.nodes.size();
-  const std::uint32_t slowdown = runtime.snapshot().peak_local_health + 1;
-  const auto declared = 3 * slowdown *
-                        ((members + 1) * (timing.probe_interval + timing.probe_timeout) +
-                         timing.suspicion_timeout_max(members));
+  const std::uint32_t slowdown = snapshot.peak_local_health + 1;
+  const auto declared =
+      3 * slowdown *
+      ((std::min<std::size_t>(members, 4) + 1) * (timing.probe_interval + timing.probe_timeout) +
+       timing.suspicion_timeout_max(members));
   runtime.wait_until(moved_on, Clock::now() + declared);
   return round_over(current);
 }
