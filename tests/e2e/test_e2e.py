@@ -225,6 +225,9 @@ class ElasticFaultTest(TorchJobTest):
         for node in survivors:
             self.assertIn("of round 0", node.proc.stderr, logs)
             self.assertIn("(no restart used)", node.proc.stderr, logs)
+        # Their workers failed before the death was declared, and that was put down to it.
+        self.assertTrue(any("which that change explains" in n.proc.stderr for n in survivors),
+                        logs)
         self.assertNotIn("restart 1 of 1", logs)
 
     def test_a_frozen_node_is_left_out_and_its_workers_stop_when_it_wakes(self):

@@ -54,7 +54,8 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
     } else if (status != 0 && node.failure_explained_by_departure(assignment)) {
       say(options, node.round_change().value_or("the job moved to another round") +
                        "; this node's workers of round " + std::to_string(assignment.round) +
-                       " had failed with " + status_text(status) + " as it did (no restart used)");
+                       " had already failed with " + status_text(status) +
+                       ", which that change explains (no restart used)");
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
