@@ -57,6 +57,11 @@ std::optional<Assignment> current_assignment(const runtime::RuntimeState& state)
   if (state.assignment && state.assignment->round == state.round) return state.assignment;
   return std::nullopt;
 }
+
+/// Whether the job moved past `round` (Node::round_over).
+bool past_round(const runtime::RuntimeState& state, std::uint32_t round) {
+  return state.round > round || state.job_ended.has_value();
+}
 using runtime::resolve_seeds;
 using runtime::seconds_text;
 using runtime::seed_list_text;
@@ -294,8 +299,7 @@ std::optional<Assignment> Node::try_assignment() const {
 
 bool Node::round_over(const Assignment& current) const {
   if (!impl_->runtime) return false;
-  const runtime::RuntimeState state = impl_->runtime->state();
-  return state.round > current.round || state.job_ended.has_value();
+  return past_round(impl_->runtime->state(), current.round);
 }
 
 std::optional<std::string> Node::round_change() const {
@@ -322,11 +326,12 @@ Assignment Node::wait_next(const Assignment& previous) {
 }
 
 bool Node::failure_explained_by_departure(const Assignment& current) {
-  if (!impl_->runtime || round_over(current)) return round_over(current);
+  if (!impl_->runtime) return false;
+  if (round_over(current)) return true;
   runtime::Runtime& runtime = *impl_->runtime;
   const Timing& timing = impl_->config.timing;
   auto moved_on = [&](const runtime::RuntimeState& s) {
-    return s.round > current.round || s.job_ended.has_value() || s.stopped;
+    return past_round(s, current.round) || s.stopped;
   };
   // First a message from another member sent after the failure: a node that was frozen, or
   // cut off, reads the old news it missed at once, but learns that the job moved on without

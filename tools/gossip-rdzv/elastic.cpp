@@ -47,15 +47,15 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
     // Our workers failing after the job moved on, or because a member's agent went away
     // (their peers' connections reset before the death is declared), is no failure of ours:
     // it uses no restart.
+    const auto moved_on = [&](const std::string& what) {
+      say(options, node.round_change().value_or("the job moved to another round") + "; " + what +
+                       " (no restart used)");
+    };
     if (launcher.stopped_early()) {
-      say(options, node.round_change().value_or("the job moved to another round") +
-                       "; stopped this node's workers of round " +
-                       std::to_string(assignment.round) + " (no restart used)");
+      moved_on("stopped this node's workers of round " + std::to_string(assignment.round));
     } else if (status != 0 && node.failure_explained_by_departure(assignment)) {
-      say(options, node.round_change().value_or("the job moved to another round") +
-                       "; this node's workers of round " + std::to_string(assignment.round) +
-                       " had already failed with " + status_text(status) +
-                       ", which that change explains (no restart used)");
+      moved_on("this node's workers of round " + std::to_string(assignment.round) +
+               " had already failed with " + status_text(status) + ", which that change explains");
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
