@@ -139,6 +139,12 @@ class GOSSIP_RDZV_API Node {
 
   /// The endpoint peers use for this node ("host:port"), known after start().
   std::string endpoint() const;
+  /// Whether nodes that start late ask this one first: the seed list names it, or it has
+  /// none (known after start()). Such a node tells them the job is over (Error(job_over)
+  /// there) for as long as it runs after the job ended, so an elastic launcher that wants
+  /// late starters told keeps it running for a while before stop() (the CLI:
+  /// --stay-after-job).
+  bool listed_as_seed() const;
 
   /// The key file of its config (Config::key_file), "" for none: Store(node) uses it too.
   const std::string& key_file() const;

@@ -162,9 +162,15 @@ Error Node::Impl::timeout_error(const runtime::RuntimeState& state) const {
                                                   seconds_text(config.join_timeout) + ": " + told);
   }
   if (!state.joined) {
+    // An elastic job that ended leaves nothing listening once its seeds' stay is over.
+    const std::string ended =
+        config.elastic ? ". If a job of this run id already ran, it may have ended: its seed "
+                         "nodes tell late starters so only for a while after the end "
+                         "(join --stay-after-job)"
+                       : "";
     return Error(ErrorCode::seed_unreachable,
                  "no seed answered within " + seconds_text(config.join_timeout) + ": " +
-                     explain_silent_seeds(seeds, state.seeds_that_greeted));
+                     explain_silent_seeds(seeds, state.seeds_that_greeted) + ended);
   }
   std::string notes = told;
   for (const std::string& note :
@@ -447,7 +453,7 @@ void Node::finish() {
   // max(commit_grace, join_backoff_max) (Core::stay_until), which under the wan profile is
   // the backoff (30 s, against a 15 s grace). The extra second covers loop latency.
   const Timing& timing = impl_->config.timing;
-  const bool seed = impl_->listed_as_seed || impl_->seeds.empty();
+  const bool seed = listed_as_seed();
   const auto stay =
       seed ? std::max(timing.commit_grace, timing.join_backoff_max) : timing.commit_grace;
   const auto deadline = Clock::now() + stay + std::chrono::seconds(1);
@@ -465,6 +471,10 @@ void Node::stop() {
 
 std::string Node::endpoint() const {
   return impl_->endpoint;
+}
+
+bool Node::listed_as_seed() const {
+  return impl_->listed_as_seed || impl_->seeds.empty();
 }
 
 const std::string& Node::key_file() const {

@@ -191,6 +191,28 @@ TEST(CliOptionsTest, WatchRefusesWhatItDoesNotFit) {
   EXPECT_NE(parse_error({"seed", "--listen", ":1", "--watch"}).find("--watch"), std::string::npos);
 }
 
+TEST(CliOptionsTest, StayAfterJobIsForElasticJobs) {
+  EXPECT_EQ(parse_ok(join_args({"--max-restarts", "1", "--", "true"})).stay_after_job,
+            std::chrono::seconds(60));
+  EXPECT_EQ(parse_ok(join_args({"--max-restarts", "1", "--stay-after-job", "2m", "--", "true"}))
+                .stay_after_job,
+            std::chrono::minutes(2));
+  EXPECT_EQ(parse_ok(join_args({"--max-restarts", "1", "--stay-after-job", "0", "--", "true"}))
+                .stay_after_job.count(),
+            0);
+  // Only an elastic job's end can be told; a static job or an outcome-only join has none.
+  for (const auto& args : {join_args({"--stay-after-job", "10s", "--", "true"}),
+                           join_args({"--stay-after-job", "10s"}),
+                           join_args({"--watch", "--stay-after-job", "10s"})}) {
+    EXPECT_NE(parse_error(args).find("--stay-after-job needs an elastic job"), std::string::npos)
+        << parse_error(args);
+  }
+  EXPECT_NE(
+      parse_error(join_args({"--max-restarts", "1", "--stay-after-job", "soon", "--", "true"}))
+          .find("--stay-after-job"),
+      std::string::npos);
+}
+
 TEST(CliOptionsTest, SeedCommand) {
   CliOptions options =
       parse_ok({"seed", "--listen", ":29400", "--run-id", "j", "--profile", "wan"});

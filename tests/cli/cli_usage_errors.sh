@@ -52,6 +52,7 @@ expect_usage "--watch is for running without '-- CMD'" join --seed n:1 --nnodes 
 expect_usage "--on-round needs --watch" join --seed n:1 --nnodes 2 --on-round true
 expect_usage "--on-round '': empty command" join --seed n:1 --nnodes 2 --watch --on-round ''
 expect_usage "--max-restarts needs '-- CMD'" join --seed n:1 --nnodes 2 --watch --max-restarts 1
+expect_usage "--stay-after-job needs an elastic job" join --seed n:1 --nnodes 2 --stay-after-job 10s -- true
 expect_usage "--nnodes '0'" join --seed n:1 --nnodes 0
 expect_usage "--nnodes '5:3': MIN must not exceed MAX" join --seed n:1 --nnodes 5:3
 expect_usage "--nproc-per-node '0'" join --seed n:1 --nnodes 2 --nproc-per-node 0

@@ -52,6 +52,7 @@ const std::vector<Phrase>& phrases() {
       {"src/runtime/node.cpp",
        "master port {} is already in use {}: if this node gets node rank 0 the workers"},
       {"src/runtime/node.cpp", "no seed answered within"},
+      {"src/runtime/node.cpp", "If a job of this run id already ran, it may have ended: its seed "},
       {"src/runtime/seed_resolver.cpp", "nothing listens on"},
       {"src/runtime/seed_resolver.cpp", ": start the seed first or fix the port in --seed"},
       {"src/runtime/seed_resolver.cpp",
@@ -261,12 +262,11 @@ TEST(TroubleshootingDocTest, EveryExitCodeOfTheHelpHasASection) {
 
 TEST(TroubleshootingDocTest, EveryErrorCodeHasASection) {
   using gossip_rdzv::ErrorCode;
-  for (ErrorCode code :
-       {ErrorCode::usage, ErrorCode::listen_failed, ErrorCode::seed_unreachable,
-        ErrorCode::join_timeout, ErrorCode::run_id_mismatch, ErrorCode::version_mismatch,
-        ErrorCode::rank_conflict, ErrorCode::not_admitted, ErrorCode::io_error,
-        ErrorCode::seed_unresolved, ErrorCode::job_over, ErrorCode::auth_failed,
-        ErrorCode::internal}) {
+  for (ErrorCode code : {ErrorCode::usage, ErrorCode::listen_failed, ErrorCode::seed_unreachable,
+                         ErrorCode::join_timeout, ErrorCode::run_id_mismatch,
+                         ErrorCode::version_mismatch, ErrorCode::rank_conflict,
+                         ErrorCode::not_admitted, ErrorCode::io_error, ErrorCode::seed_unresolved,
+                         ErrorCode::job_over, ErrorCode::auth_failed, ErrorCode::internal}) {
     const std::string heading = "## Exit " + std::to_string(static_cast<int>(code)) + ": " +
                                 std::string(gossip_rdzv::to_string(code));
     EXPECT_NE(doc().find(heading), std::string::npos) << "missing section '" << heading << "'";

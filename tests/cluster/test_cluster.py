@@ -232,6 +232,86 @@ class DedicatedSeedTest(ClusterTest):
         self.assertEqual(self.cluster.wait([seed], timeout=15), [0], seed.stderr)
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether any process is left in process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class JobEndStayTest(ClusterTest):
+    """Issue #22: with member seeds only, once every agent of an elastic job exited, the seed
+    node's stay (`--stay-after-job`) still tells a node started late that the job is over."""
+
+    def run_job(self, worker: str, stay: str = "60s"):
+        """Two nodes, the first the only seed, run an elastic job of `worker` to its end.
+        Returns the nodes, their codes and the seed list."""
+        ports = free_ports(2)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        extra = ["--max-restarts", "1", "--stay-after-job", stay, "--", "sh", "-c", worker]
+        nodes = [self.cluster.add_node(seed, "2", port=port, extra=extra) for port in ports]
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        return nodes, codes, seed
+
+    def late_node(self, seed, worker: str, **kwargs):
+        late = self.cluster.add_node(seed, "2", extra=["--max-restarts", "1", "--", "sh", "-c",
+                                                       worker], **kwargs)
+        return late, self.cluster.wait_nodes([late], timeout=CONVERGE_TIMEOUT)[0]
+
+    def test_a_node_started_after_every_agent_exited_is_told_the_job_finished(self):
+        nodes, codes, seed = self.run_job("exit 0")
+        logs = self.cluster.logs(nodes)
+        self.assertEqual(codes, [0, 0], logs)
+        self.assertIn("a process of this seed node stays 60 s in the background", logs)
+        self.assertNotIn("stays", nodes[1].proc.stderr, "a node the seed list does not name "
+                         "has no late starters to tell")
+        late, code = self.late_node(seed, "exit 0")
+        logs = self.cluster.logs([late] + nodes)
+        self.assertEqual(code, 12, logs)  # job_over, not a join timeout
+        self.assertIn("the job of this run id already finished", late.proc.stderr, logs)
+        # SIGTERM ends the stay at once.
+        self.assertTrue(group_alive(nodes[0].proc.popen.pid), "the stay is gone already")
+        os.killpg(nodes[0].proc.popen.pid, signal.SIGTERM)
+        wait_until(lambda: not group_alive(nodes[0].proc.popen.pid), timeout=10,
+                   interval=0.05, what="the stay to end on SIGTERM")
+
+    def test_a_node_started_after_every_agent_exited_is_told_who_failed_the_job(self):
+        nodes, codes, seed = self.run_job("exit 3")
+        self.assertEqual(codes, [3, 3], self.cluster.logs(nodes))
+        late, code = self.late_node(seed, "exit 0")
+        logs = self.cluster.logs([late] + nodes)
+        self.assertEqual(code, 12, logs)
+        self.assertIn("the job failed: rank ", late.proc.stderr, logs)
+        self.assertIn("failed with exit status 3", late.proc.stderr, logs)
+
+    def test_the_stay_ends_after_its_time_leaving_nothing_running(self):
+        nodes, codes, seed = self.run_job("exit 0", stay="1s")
+        self.assertEqual(codes, [0, 0], self.cluster.logs(nodes))
+        wait_until(lambda: not group_alive(nodes[0].proc.popen.pid), timeout=20,
+                   interval=0.05, what="the seed node's stay to end")
+        # The documented limit: after the stay nobody answers, and a late node times out.
+        late, code = self.late_node(seed, "exit 0", join_timeout="2s")
+        self.assertEqual(code, 4, self.cluster.logs([late]))
+        self.assertIn("--stay-after-job", late.proc.stderr)  # the error names the limit
+
+    def test_the_job_started_again_on_the_seed_node_ends_the_stay(self):
+        # Started again with the same run id while the seed node's stay runs: the new agent on
+        # the seed's port ends the stay and a new job forms (the seed node starting first, as
+        # the stay would tell an earlier node that the job is over).
+        nodes, codes, seed = self.run_job("exit 0")
+        self.assertEqual(codes, [0, 0], self.cluster.logs(nodes))
+        for node in nodes:
+            self.cluster.start_node(node)
+            if node is nodes[0]:
+                wait_until(lambda: "ended that and took the port" in nodes[0].proc.stderr,
+                           timeout=CONVERGE_TIMEOUT, interval=0.05,
+                           what="the new seed node to take its port from the stay")
+        codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
+        self.assertEqual(codes, [0, 0], self.cluster.logs(nodes))
+
+
 class RestartTest(ClusterTest):
     """A node that dies and restarts on the same endpoint (new incarnation) mid-round, and a
     joiner that arrives at the very end of the last call: agreement must still hold."""

@@ -355,9 +355,12 @@ class Processes:
             signal_group(proc.popen.pid, sig)
 
     def close(self) -> None:
-        """Kills (SIGKILL, whole process group) and reaps every process still running."""
+        """Kills (SIGKILL, whole process group) and reaps every process still running. The
+        group of one that exited is killed too: what it left in its group (a seed node's
+        stay after an elastic job, `join --stay-after-job`) goes with the test."""
         for proc in self.procs:
             self.kill(proc)
+            signal_group(proc.popen.pid)
         for proc in self.procs:
             if proc.poll() is None:
                 stop(proc.popen)

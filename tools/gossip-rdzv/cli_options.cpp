@@ -46,7 +46,8 @@ const std::map<std::string, std::string>& synopses() {
        "                 [--env-file PATH] [--membership-file PATH]\n"
        "                 [--format env|export|json] [--profile lan|local|wan]\n"
        "                 [-q|--quiet] [-v|--verbose]\n"
-       "                 [--watch [--on-round CMD]] [--serve-store | -- CMD ARGS...]\n"},
+       "                 [--watch [--on-round CMD]] [--serve-store |\n"
+       "                 [--max-restarts K [--stay-after-job DUR]] -- CMD ARGS...]\n"},
       {"seed",
        "gossip-rdzv seed --listen [HOST]:PORT [--seed HOST:PORT,...] [--run-id ID]\n"
        "                 [--key-file PATH] [--profile lan|local|wan]\n"
@@ -171,6 +172,13 @@ void add_join_options(CLI::App& app, RawOptions& raw) {
                  "the --nnodes MAX) re-forms the group too, without using a\n"
                  "restart (default 0: the job ends at the first failure)")
       ->type_name("K");
+  app.add_option("--stay-after-job", raw.stay_after_job,
+                 "With --max-restarts, on a node the --seed list names: once\n"
+                 "the job finished or failed, join exits with its status and\n"
+                 "a process of it stays this long in the background to tell\n"
+                 "nodes started late that the job is over (exit 12); 0: none\n"
+                 "(default: 60s)")
+      ->type_name("DUR");
   app.add_flag("--serve-store", raw.serve_store,
                "Not with -- CMD. After the outputs, keep serving the store\n"
                "until SIGINT/SIGTERM; the variables printed and written\n"
@@ -433,6 +441,12 @@ CliOptions build_join(const RawOptions& given) {
   }
   options.on_round = raw.on_round;
   options.config.elastic = options.max_restarts > 0 || options.watch;
+  options.stay_after_job = parse_duration_option("--stay-after-job", raw.stay_after_job);
+  if (raw.stay_after_job_given && options.max_restarts == 0) {
+    throw UsageError{
+        "--stay-after-job needs an elastic job ('-- CMD' with --max-restarts K >= 1): only its "
+        "end can be told to nodes that start late"};
+  }
   check_key_file(raw, config);
   return options;
 }
@@ -499,6 +513,7 @@ RawOptions given_options(const Parser& parser, const CLI::App& command) {
     raw.env_file_given = command.count("--env-file") > 0;
     raw.membership_file_given = command.count("--membership-file") > 0;
     raw.on_round_given = command.count("--on-round") > 0;
+    raw.stay_after_job_given = command.count("--stay-after-job") > 0;
   }
   if (&command == parser.keygen) raw.keygen_path_given = command.count("PATH") > 0;
   if (const CLI::Option* key_file = command.get_option_no_throw("--key-file")) {

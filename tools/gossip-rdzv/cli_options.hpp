@@ -43,6 +43,10 @@ struct CliOptions {
   /// join --max-restarts (with -- CMD): worker failures the job survives by re-forming;
   /// above 0, config.elastic is set (docs/cli.md, "Elastic jobs").
   std::uint32_t max_restarts = 0;
+  /// join --stay-after-job (elastic jobs): how long a seed node's process keeps telling late
+  /// starters that the job is over, in the background after join returned; 0: not at all
+  /// (docs/cli.md, "Elastic jobs").
+  std::chrono::milliseconds stay_after_job{60000};
   /// join --watch (never with a worker command): stay up and rewrite the outputs for each
   /// round of the elastic job (config.elastic is set); docs/cli.md, "Watching rounds".
   bool watch = false;

@@ -235,6 +235,30 @@ void serve_store_until_interrupted(const Assignment& assignment, const CliOption
   }
 }
 
+// An elastic job is over and nodes that start late ask this one (a seed): join's caller
+// gets the job's status now, and this process, detached (handoff.hpp), tells those nodes
+// that the job is over until --stay-after-job has passed, a signal ends it or a new node
+// on this machine takes its port.
+void stay_after_job(Node& node, int status, const CliOptions& options, Handoff& handoff) {
+  if (options.stay_after_job.count() == 0 || !node.listed_as_seed()) return;
+  if (!options.verbosity.quiet) {
+    std::fprintf(stderr,
+                 "gossip-rdzv: exiting with status %d; a process of this seed node stays %g s in "
+                 "the background to tell nodes started late that the job is over "
+                 "(--stay-after-job)\n",
+                 status, std::chrono::duration<double>(options.stay_after_job).count());
+  }
+  const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
+  if (!handoff.ready(endpoint ? endpoint->port : 0, status)) return;
+  const auto until = std::chrono::steady_clock::now() + options.stay_after_job;
+  for (auto now = std::chrono::steady_clock::now(); now < until;
+       now = std::chrono::steady_clock::now()) {
+    const int signal =
+        wait_for_interrupt(std::chrono::ceil<std::chrono::milliseconds>(until - now));
+    if (signal != 0 && signal != kWakeSignal) return;
+  }
+}
+
 // Outputs and workers run while the node keeps serving peers in its thread; whatever
 // happens to them, finish() lets the other members learn the outcome before we leave.
 int after_commit(Node& node, const Assignment& assignment, const CliOptions& options,
@@ -257,7 +281,9 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       hooks.show = [&](const Assignment& a) {
         if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
       };
-      status = run_elastic(node, assignment, options, hooks);
+      const ElasticEnd end = run_elastic(node, assignment, options, hooks);
+      status = end.status;
+      if (end.job_over) stay_after_job(node, status, options, handoff);
     } else if (options.watch) {
       WatchHooks hooks;
       hooks.publish = [&](const Assignment& a) {
@@ -313,8 +339,13 @@ int run_join(const CliOptions& options) {
     (void)transport::Keyring::load_file(options.config.key_file);
   }
   // Only the outcome is asked for: the user's next command need not wait for our stay.
+  // So does an elastic job's seed node, once the job is over (--stay-after-job).
   Handoff handoff;
-  if (options.worker_command.empty() && !options.serve_store && !options.watch) {
+  const bool only_outcome =
+      options.worker_command.empty() && !options.serve_store && !options.watch;
+  const bool may_stay = !options.worker_command.empty() && options.config.elastic &&
+                        options.stay_after_job.count() > 0;
+  if (only_outcome || may_stay) {
     if (auto status = handoff.split()) return *status;
   }
   auto node = std::make_unique<Node>(options.config);

@@ -22,18 +22,18 @@ constexpr std::chrono::seconds kJobEndGrace{15};
 
 /// Another node failed the job: this node's workers are stopped; leave and end with the
 /// failure's status.
-int end_with(Node& node, const JobFailure& failure) {
+ElasticEnd end_with(Node& node, const JobFailure& failure) {
   std::fprintf(stderr, "gossip-rdzv: %s; this node's workers were stopped\n",
                failure.message.c_str());
   node.report_workers_finished();
   node.wait_job_finished(kJobEndGrace);
-  return failure.status != 0 ? failure.status : 1;
+  return {failure.status != 0 ? failure.status : 1, true};
 }
 
 }  // namespace
 
-int run_elastic(Node& node, Assignment first, const CliOptions& options,
-                const ElasticHooks& hooks) {
+ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
+                       const ElasticHooks& hooks) {
   Assignment assignment = std::move(first);
   std::uint32_t restarts_used = 0;
   while (true) {
@@ -42,7 +42,7 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
                                        [&] { return node.round_over(assignment); });
     // A command that cannot be run here would fail the same way again; an interrupt ends
     // the job.
-    if (!launcher.exec_error().empty() || launcher.received_signal()) return status;
+    if (!launcher.exec_error().empty() || launcher.received_signal()) return {status, false};
     if (auto failure = node.job_failure()) return end_with(node, *failure);
     // Our workers failing after the job moved on, or because a member's agent went away
     // (their peers' connections reset before the death is declared), is no failure of ours:
@@ -64,7 +64,7 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
             "the other nodes' workers did not finish within --join-timeout; this "
             "node's finished, so it exits 0 (see the other nodes' output for theirs)");
       }
-      return 0;
+      return {0, true};
     } else {
       const std::size_t local_rank = launcher.first_failed().value_or(0);
       const std::string failure = "local rank " + std::to_string(local_rank) + " (rank " +
@@ -79,7 +79,7 @@ int run_elastic(Node& node, Assignment first, const CliOptions& options,
         node.report_job_failed(static_cast<std::uint32_t>(assignment.me().rank_offset + local_rank),
                                status);
         node.wait_job_finished(kJobEndGrace);
-        return status;
+        return {status, true};
       }
       ++restarts_used;
       say(options, failure + "; restart " + std::to_string(restarts_used) + " of " +

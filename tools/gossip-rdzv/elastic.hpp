@@ -26,7 +26,16 @@ struct ElasticHooks {
   std::function<void(const Assignment&)> show;
 };
 
-/// Runs the job from `first` on; returns the exit status for the agent (docs/cli.md).
-int run_elastic(Node& node, Assignment first, const CliOptions& options, const ElasticHooks& hooks);
+/// How run_elastic ended.
+struct ElasticEnd {
+  int status = 0;  ///< the exit status for the agent (docs/cli.md)
+  /// The job is over for every node: it finished, or a node failed it with no restart
+  /// left. False when this agent was interrupted or could not run CMD (the others go on).
+  bool job_over = false;
+};
+
+/// Runs the job from `first` on. Every worker has been reaped when it returns.
+ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
+                       const ElasticHooks& hooks);
 
 }  // namespace gossip_rdzv::cli

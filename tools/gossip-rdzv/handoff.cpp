@@ -62,20 +62,27 @@ int wait_for_child(pid_t child, int ready_fd) {
   // Interrupt signals are blocked in every thread (main.cpp), so they queue for signalfd.
   const int signals = signalfd(-1, &passed_on, SFD_CLOEXEC);
   bool ready = false;
+  int status = 0;
   while (true) {
     pollfd fds[2] = {{ready_fd, POLLIN, 0}, {signals, POLLIN, 0}};
     const int polled = poll(fds, signals >= 0 ? 2 : 1, signals >= 0 ? -1 : 20);
     if (polled < 0 && errno != EINTR) break;
     if (polled > 0 && fds[0].revents != 0) {
-      char word = 0;
-      const ssize_t got = read(ready_fd, &word, 1);
-      ready = got == 1 && word == kReady;
-      if (ready) break;
-      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) break;  // it exited
+      unsigned char word[2] = {0, 0};
+      const ssize_t got = read(ready_fd, word, sizeof word);
+      ready = got == 2 && word[0] == kReady;
+      if (ready) {
+        status = word[1];
+        break;
+      }
+      if (got >= 0 || (errno != EINTR && errno != EAGAIN)) break;  // it exited
     }
     if (signals >= 0 && polled > 0 && fds[1].revents != 0) {
       signalfd_siginfo info{};
-      if (read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+      // Ctrl-C and the like go to the terminal's whole foreground process group, the child
+      // included: passing them on would deliver them twice (and to its workers twice).
+      if (read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info) &&
+          info.ssi_code != SI_KERNEL)
         kill(child, static_cast<int>(info.ssi_signo));
     } else if (signals < 0) {
       // Without signalfd: look for pending interrupts between short waits.
@@ -85,7 +92,7 @@ int wait_for_child(pid_t child, int ready_fd) {
     }
   }
   if (signals >= 0) close(signals);
-  if (ready) return 0;
+  if (ready) return status;
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0) {
     if (errno != EINTR) return static_cast<int>(ErrorCode::internal);
@@ -121,8 +128,8 @@ std::optional<int> Handoff::split() {
   return status;
 }
 
-void Handoff::ready(std::uint16_t port) {
-  if (ready_fd_ < 0) return;
+bool Handoff::ready(std::uint16_t port, int status) {
+  if (ready_fd_ < 0) return false;
   std::fflush(nullptr);
   prctl(PR_SET_PDEATHSIG, 0);  // from now on it outlives the parent, by design
   const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -130,12 +137,16 @@ void Handoff::ready(std::uint16_t port) {
     for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) dup2(null, fd);
     close(null);
   }
-  const char word = kReady;
-  while (write(ready_fd_, &word, 1) < 0 && errno == EINTR) {
+  // One write of both bytes: the parent reads them together (a pipe write this small is
+  // atomic).
+  const unsigned char word[2] = {static_cast<unsigned char>(kReady),
+                                 static_cast<unsigned char>(status & 0xff)};
+  while (write(ready_fd_, word, sizeof word) < 0 && errno == EINTR) {
   }
   close(ready_fd_);
   ready_fd_ = -1;
   if (port != 0) yield_port_on_request(port);
+  return true;
 }
 
 bool end_previous_stay(std::uint16_t port, std::chrono::milliseconds timeout) {

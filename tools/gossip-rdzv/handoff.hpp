@@ -3,10 +3,15 @@
 // answering the other members and late starters until its stay ends (docs/protocol.md,
 // rule 7) — runs on in a child process, as daemons that report readiness do.
 //
+// The same split serves an elastic job's agent on a seed node (--stay-after-job): once the
+// job is over, join exits with the job's status and the child tells nodes that start late
+// that the job is over, for a bounded time.
+//
 // split() forks before any socket or thread exists. The child runs the node; the parent only
-// waits: for the child's "ready" (then it exits 0 at once), or for the child's exit (then it
-// exits with the child's status, so every failure reaches the caller unchanged). Signals
-// sent to the parent before the hand-off are passed on to the child; a parent killed
+// waits: for the child's "ready" (then it exits at once with the status the child gave), or
+// for the child's exit (then it exits with the child's status, so every failure reaches the
+// caller unchanged). Signals sent to the parent before the hand-off are passed on to the
+// child (but not those the terminal sends, which reach the child as well); a parent killed
 // outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child has no
 // terminal and no pipe of the caller open (stdin, stdout and stderr are /dev/null), so
 // `eval "$(gossip-rdzv join ...)"` returns too, and it exits when its stay ends.
@@ -30,10 +35,11 @@ class Handoff {
   /// gone). In the child: std::nullopt, and the caller goes on as the node.
   /// Throws Error(internal) when the process cannot fork.
   std::optional<int> split();
-  /// In the child, once the outcome is written: the parent exits 0 and this process goes
-  /// quiet, ending its stay early if a new node asks for `port` (end_previous_stay). Does
-  /// nothing when split() was not called or ready() was already.
-  void ready(std::uint16_t port);
+  /// In the child, once the outcome is written: the parent exits with `status` (0-255) and
+  /// this process goes quiet, ending its stay early if a new node asks for `port`
+  /// (end_previous_stay). Returns whether so; false, doing nothing, when split() was not
+  /// called or ready() was already.
+  bool ready(std::uint16_t port, int status = 0);
 
  private:
   int ready_fd_ = -1;

@@ -21,8 +21,9 @@ struct RawOptions {
   std::string listen, advertise, nnodes, nproc = "1", run_id = "default", node_rank, master_port,
                                          join_timeout = "600s", last_call = "30s", env_file,
                                          membership_file, format, profile = "lan", timeout = "5s",
-                                         max_restarts = "0", on_round;
-  bool env_file_given = false, membership_file_given = false, on_round_given = false;
+                                         max_restarts = "0", on_round, stay_after_job = "60s";
+  bool env_file_given = false, membership_file_given = false, on_round_given = false,
+       stay_after_job_given = false;
   bool serve_store = false;
   bool watch = false;
   bool quiet = false;
