@@ -675,6 +675,27 @@ TEST(NodeElastic, AWorkerFailureAfterAMembersAgentWentIsExplainedByItsDeparture)
   for (const auto& node : next.nodes) EXPECT_NE(node.endpoint, gone);
 }
 
+// After the job, a node that left goes on answering while it runs: the CLI keeps a seed's
+// running for --stay-after-job, so that a node started after every agent exited is told.
+TEST(NodeElastic, ASeedStillRunningAfterTheJobTellsALateNodeItIsOver) {
+  ElasticTrio trio;
+  EXPECT_TRUE(trio.nodes[0]->listed_as_seed());
+  EXPECT_FALSE(trio.nodes[1]->listed_as_seed());
+  for (auto& node : trio.nodes) node->report_workers_finished();
+  for (auto& node : trio.nodes) EXPECT_TRUE(node->wait_job_finished(30s));
+  trio.nodes[1]->stop();
+  trio.nodes[2]->stop();
+  Config config = local_config(3, trio.nodes[0]->endpoint());
+  config.hostname = "late";
+  ElasticTrio::make_elastic(config);
+  Node late(config);
+  late.start();
+  std::string message;
+  EXPECT_EQ(code_of([&] { late.wait(); }, &message), ErrorCode::job_over) << message;
+  EXPECT_NE(message.find("the job of this run id already finished: node node0"), std::string::npos)
+      << message;
+}
+
 TEST(NodeLifecycle, FinishOnASeedLastsTheJoinBackoffWhenItIsLongerThanTheGrace) {
   Config config = seed_node_config(1, "seed");
   config.timing.commit_grace = 300ms;
