@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -264,7 +266,8 @@ class JobEndStayTest(ClusterTest):
         nodes, codes, seed = self.run_job("exit 0")
         logs = self.cluster.logs(nodes)
         self.assertEqual(codes, [0, 0], logs)
-        self.assertIn("a process of this seed node stays 60 s in the background", logs)
+        self.assertRegex(logs, r"a process of this seed node \(pid \d+\) stays 60 s in the "
+                               r"background")
         self.assertNotIn("stays", nodes[1].proc.stderr, "a node the seed list does not name "
                          "has no late starters to tell")
         late, code = self.late_node(seed, "exit 0")
@@ -296,6 +299,24 @@ class JobEndStayTest(ClusterTest):
         self.assertEqual(code, 4, self.cluster.logs([late]))
         self.assertIn("--stay-after-job", late.proc.stderr)  # the error names the limit
 
+    def test_sigterm_while_waiting_for_the_others_to_finish_ends_the_agent_without_a_stay(self):
+        ports = free_ports(2)
+        seed = [f"127.0.0.1:{ports[0]}"]
+        ready = self.tmp / "ready"
+        quick = ["--max-restarts", "1", "--", "sh", "-c", "exit 0"]
+        slow = ["--max-restarts", "1", "--", "sh", "-c", f"touch {ready}; sleep 60"]
+        first = self.cluster.add_node(seed, "2", port=ports[0], extra=quick)
+        second = self.cluster.add_node(seed, "2", port=ports[1], extra=slow)
+        wait_until(lambda: "waiting for the other nodes' to finish" in first.proc.stderr,
+                   timeout=CONVERGE_TIMEOUT, what="the first node to wait for the second")
+        self.cluster.kill(first.proc, signal.SIGTERM)  # its group: join and its child
+        self.assertEqual(self.cluster.wait_nodes([first], timeout=15), [128 + signal.SIGTERM],
+                         self.cluster.logs([first]))
+        self.assertIn("interrupted by Terminated while waiting for the other nodes",
+                      first.proc.stderr)
+        self.assertNotIn("stays", first.proc.stderr)
+        self.assertIsNone(second.proc.poll())
+
     def test_the_job_started_again_on_the_seed_node_ends_the_stay(self):
         # Started again with the same run id while the seed node's stay runs: the new agent on
         # the seed's port ends the stay and a new job forms (the seed node starting first, as
@@ -310,6 +331,88 @@ class JobEndStayTest(ClusterTest):
                            what="the new seed node to take its port from the stay")
         codes = self.cluster.wait_nodes(nodes, timeout=CONVERGE_TIMEOUT)
         self.assertEqual(codes, [0, 0], self.cluster.logs(nodes))
+
+
+def children(pid: int):
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class SplitAgentTest(ClusterTest):
+    """An elastic agent is two processes (tools/gossip-rdzv/handoff.hpp): `join`, which only
+    waits, and its child, which runs the node and the workers. The caller must see one."""
+
+    def start_one(self, worker: str, pass_fds=()):
+        port = free_port()
+        seed = [f"127.0.0.1:{port}"]
+        args = [self.cluster.bin, "join", "--seed", seed[0], "--listen", seed[0], "--nnodes",
+                "1", "--run-id", "split-test", "--profile", "local", "--max-restarts", "1",
+                "--", "sh", "-c", worker]
+        out = self.tmp / f"agent-{port}.err"
+        with open(out, "wb") as stderr:
+            popen = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=stderr, start_new_session=True, pass_fds=pass_fds)
+        self.addCleanup(lambda: (os.killpg(popen.pid, signal.SIGKILL)
+                                 if group_alive(popen.pid) else None, popen.wait()))
+        return popen, out
+
+    def test_a_child_killed_by_a_signal_shows_as_join_killed_by_it(self):
+        ready = self.tmp / "ready"
+        popen, _ = self.start_one(f"touch {ready}; sleep 60")
+        wait_until(ready.exists, timeout=CONVERGE_TIMEOUT, what="the worker to start")
+        (child,) = children(popen.pid)
+        os.kill(child, signal.SIGKILL)
+        self.assertEqual(popen.wait(timeout=30), -signal.SIGKILL)
+
+    def test_a_signal_passed_on_by_join_and_sent_to_the_child_as_well_reaches_workers_once(self):
+        # A signal to the whole process group reaches `join` and its child; `join` passes its
+        # copy on. The launcher takes the two as one: the worker logs one SIGTERM for them,
+        # and a later one again.
+        log, ready = self.tmp / "terms", self.tmp / "ready"
+        worker = (f"trap 'date +%s.%N >> {log}; [ $(wc -l < {log}) -ge 2 ] && exit 0' TERM; "
+                  f"touch {ready}; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done")
+        popen, err = self.start_one(worker)
+        wait_until(ready.exists, timeout=CONVERGE_TIMEOUT, what="the worker to start")
+        (child,) = children(popen.pid)
+        os.kill(child, signal.SIGTERM)  # as the group's signal reaches the child
+        wait_until(lambda: log.exists() and log.read_text().count("\n") >= 1, timeout=10,
+                   interval=0.02, what="the worker to get the first SIGTERM")
+        os.kill(popen.pid, signal.SIGTERM)  # join's copy, which it passes on
+        time.sleep(1.2)  # past the window in which a copy from join counts as the same signal
+        third = time.time()
+        os.kill(child, signal.SIGTERM)  # a new signal: it reaches the worker
+        self.assertIsNotNone(popen.wait(timeout=30), err.read_text())
+        stamps = [float(line) for line in log.read_text().split()]
+        self.assertEqual(len(stamps), 2, stamps)
+        self.assertGreaterEqual(stamps[1], third - 0.05, "join's copy reached the worker as a "
+                                "second SIGTERM")
+
+    def test_the_stay_holds_no_descriptor_of_the_caller_and_ignores_a_hang_up(self):
+        read_end, write_end = os.pipe()
+        popen, err = self.start_one("exit 0", pass_fds=(write_end,))
+        os.close(write_end)
+        self.assertEqual(popen.wait(timeout=CONVERGE_TIMEOUT), 0, err.read_text())
+        # The stay (60 s) runs on, yet the pipe the caller passed down is closed.
+        readable, _, _ = select.select([read_end], [], [], 20)
+        self.assertEqual(readable, [read_end], "the stay still holds the caller's pipe")
+        self.assertEqual(os.read(read_end, 1), b"")
+        os.close(read_end)
+        stay = int(re.search(r"\(pid (\d+)\)", err.read_text()).group(1))
+        os.kill(stay, signal.SIGHUP)  # its terminal hung up when `join` exited
+        late = self.cluster.add_node([f"127.0.0.1:{popen.args[5].rpartition(':')[2]}"], "1",
+                                     run_id="split-test",
+                                     extra=["--max-restarts", "1", "--", "true"])
+        self.assertEqual(self.cluster.wait_nodes([late], timeout=CONVERGE_TIMEOUT), [12],
+                         self.cluster.logs([late]))
 
 
 class RestartTest(ClusterTest):

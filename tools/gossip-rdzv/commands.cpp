@@ -243,10 +243,11 @@ void stay_after_job(Node& node, int status, const CliOptions& options, Handoff& 
   if (options.stay_after_job.count() == 0 || !node.listed_as_seed()) return;
   if (!options.verbosity.quiet) {
     std::fprintf(stderr,
-                 "gossip-rdzv: exiting with status %d; a process of this seed node stays %g s in "
-                 "the background to tell nodes started late that the job is over "
+                 "gossip-rdzv: exiting with status %d; a process of this seed node (pid %d) "
+                 "stays %g s in the background to tell nodes started late that the job is over "
                  "(--stay-after-job)\n",
-                 status, std::chrono::duration<double>(options.stay_after_job).count());
+                 status, static_cast<int>(getpid()),
+                 std::chrono::duration<double>(options.stay_after_job).count());
   }
   const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
   if (!handoff.ready(endpoint ? endpoint->port : 0, status)) return;
@@ -280,6 +281,10 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       };
       hooks.show = [&](const Assignment& a) {
         if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
+      };
+      hooks.wait_signal = [](std::chrono::milliseconds timeout) {
+        const int signal = wait_for_interrupt(timeout);
+        return signal == kWakeSignal ? 0 : signal;
       };
       const ElasticEnd end = run_elastic(node, assignment, options, hooks);
       status = end.status;

@@ -1,5 +1,6 @@
 #include "elastic.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -20,13 +21,44 @@ std::string status_text(int status) {
 // that every other node hears it before this one exits.
 constexpr std::chrono::seconds kJobEndGrace{15};
 
+/// Waits until every other member of the round left or is dead (Node::wait_job_finished),
+/// at most `timeout`, or until SIGINT or SIGTERM arrives: then returns that signal (the
+/// waits can last --join-timeout, and Ctrl-C must not wait that long).
+int wait_others(Node& node, std::chrono::milliseconds timeout, const ElasticHooks& hooks,
+                bool* finished) {
+  constexpr std::chrono::milliseconds kSlice{200};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  *finished = false;
+  for (auto now = std::chrono::steady_clock::now(); now < deadline;
+       now = std::chrono::steady_clock::now()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    if (node.wait_job_finished(std::min(kSlice, left))) {
+      *finished = true;
+      return 0;
+    }
+    if (const int signal = hooks.wait_signal(std::chrono::milliseconds(0))) return signal;
+  }
+  return 0;
+}
+
+/// Interrupted while the end of the job spread: this agent ends now, and does not stay.
+ElasticEnd interrupted(int signal) {
+  std::fprintf(stderr,
+               "gossip-rdzv: interrupted by %s while waiting for the other nodes to end the job; "
+               "this node's workers are no longer running\n",
+               strsignal(signal));
+  return {128 + signal, false};
+}
+
 /// Another node failed the job: this node's workers are stopped; leave and end with the
 /// failure's status.
-ElasticEnd end_with(Node& node, const JobFailure& failure) {
+ElasticEnd end_with(Node& node, const JobFailure& failure, const ElasticHooks& hooks) {
   std::fprintf(stderr, "gossip-rdzv: %s; this node's workers were stopped\n",
                failure.message.c_str());
   node.report_workers_finished();
-  node.wait_job_finished(kJobEndGrace);
+  bool finished = false;
+  if (const int signal = wait_others(node, kJobEndGrace, hooks, &finished))
+    return interrupted(signal);
   return {failure.status != 0 ? failure.status : 1, true};
 }
 
@@ -43,7 +75,7 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
     // A command that cannot be run here would fail the same way again; an interrupt ends
     // the job.
     if (!launcher.exec_error().empty() || launcher.received_signal()) return {status, false};
-    if (auto failure = node.job_failure()) return end_with(node, *failure);
+    if (auto failure = node.job_failure()) return end_with(node, *failure, hooks);
     // Our workers failing after the job moved on, or because a member's agent went away
     // (their peers' connections reset before the death is declared), is no failure of ours:
     // it uses no restart.
@@ -59,7 +91,10 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
-      if (!node.wait_job_finished(options.config.join_timeout)) {
+      bool finished = false;
+      if (const int signal = wait_others(node, options.config.join_timeout, hooks, &finished))
+        return interrupted(signal);
+      if (!finished) {
         say(options,
             "the other nodes' workers did not finish within --join-timeout; this "
             "node's finished, so it exits 0 (see the other nodes' output for theirs)");
@@ -78,7 +113,9 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
                      failure.c_str(), restarts_used, options.max_restarts);
         node.report_job_failed(static_cast<std::uint32_t>(assignment.me().rank_offset + local_rank),
                                status);
-        node.wait_job_finished(kJobEndGrace);
+        bool finished = false;
+        if (const int signal = wait_others(node, kJobEndGrace, hooks, &finished))
+          return interrupted(signal);
         return {status, true};
       }
       ++restarts_used;
@@ -89,7 +126,7 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
     try {
       assignment = hooks.next_round(assignment);
     } catch (const Error&) {
-      if (auto failure = node.job_failure()) return end_with(node, *failure);
+      if (auto failure = node.job_failure()) return end_with(node, *failure, hooks);
       throw;
     }
     hooks.show(assignment);

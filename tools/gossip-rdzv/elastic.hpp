@@ -7,6 +7,7 @@
 // stops its workers, names that failure and exits with its status.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,13 +25,16 @@ struct ElasticHooks {
   std::function<Assignment(const Assignment& previous)> next_round;
   /// Shows a round's assignment (the table on stderr).
   std::function<void(const Assignment&)> show;
+  /// Waits up to `timeout` for SIGINT or SIGTERM; returns it, or 0.
+  std::function<int(std::chrono::milliseconds timeout)> wait_signal;
 };
 
 /// How run_elastic ended.
 struct ElasticEnd {
   int status = 0;  ///< the exit status for the agent (docs/cli.md)
   /// The job is over for every node: it finished, or a node failed it with no restart
-  /// left. False when this agent was interrupted or could not run CMD (the others go on).
+  /// left. False when this agent was interrupted (also while it waited for the others to
+  /// learn of the end) or could not run CMD.
   bool job_over = false;
 };
 

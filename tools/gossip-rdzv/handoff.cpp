@@ -1,9 +1,11 @@
 #include "handoff.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,9 +14,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gossip_rdzv/error.hpp"
 #include "launcher.hpp"
@@ -53,6 +57,41 @@ void yield_port_on_request(std::uint16_t port) {
   }).detach();
 }
 
+/// The child died of `signal` (a crash, the OOM killer, SIGKILL): the caller sees the parent
+/// die of it too, as it would have seen the one process die before the split. No core file:
+/// the parent's memory says nothing about the crash.
+void die_as(int signal) {
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigaction(signal, &action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal);
+}
+
+/// Descriptors the caller left open for its children (no close-on-exec), beyond stdio and
+/// `except`: the workers inherit them, the stay must not hold them (a pipe our caller reads
+/// to its end, a jobserver).
+std::vector<int> inherited_descriptors(int except) {
+  std::vector<int> found;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return found;
+  const int own = dirfd(dir);
+  while (const dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd < 3 || fd == own || fd == except) continue;
+    const int flags = fcntl(static_cast<int>(fd), F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) found.push_back(static_cast<int>(fd));
+  }
+  closedir(dir);
+  return found;
+}
+
 /// The parent's whole life: pass interrupts on, and end with the child's word. It sleeps
 /// until one of the two arrives (no periodic wake-up: a job starts one parent per node).
 int wait_for_child(pid_t child, int ready_fd) {
@@ -87,8 +126,9 @@ int wait_for_child(pid_t child, int ready_fd) {
     } else if (signals < 0) {
       // Without signalfd: look for pending interrupts between short waits.
       const timespec no_wait{0, 0};
-      for (int signal; (signal = sigtimedwait(&passed_on, nullptr, &no_wait)) > 0;)
-        kill(child, signal);
+      siginfo_t info{};
+      for (int signal; (signal = sigtimedwait(&passed_on, &info, &no_wait)) > 0;)
+        if (info.si_code != SI_KERNEL) kill(child, signal);
     }
   }
   if (signals >= 0) close(signals);
@@ -97,6 +137,7 @@ int wait_for_child(pid_t child, int ready_fd) {
   while (waitpid(child, &wait_status, 0) < 0) {
     if (errno != EINTR) return static_cast<int>(ErrorCode::internal);
   }
+  if (WIFSIGNALED(wait_status)) die_as(WTERMSIG(wait_status));
   return shell_status(wait_status);
 }
 
@@ -120,6 +161,7 @@ std::optional<int> Handoff::split() {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(static_cast<int>(ErrorCode::internal));  // it died already
     ready_fd_ = fds[1];
+    inherited_ = inherited_descriptors(ready_fd_);
     return std::nullopt;
   }
   close(fds[1]);
@@ -132,11 +174,17 @@ bool Handoff::ready(std::uint16_t port, int status) {
   if (ready_fd_ < 0) return false;
   std::fflush(nullptr);
   prctl(PR_SET_PDEATHSIG, 0);  // from now on it outlives the parent, by design
+  // The parent may be a terminal's controlling process (`ssh -t host gossip-rdzv ...`): its
+  // exit hangs the terminal up and sends SIGHUP to our process group. The stay ignores it;
+  // SIGINT, SIGTERM and SIGKILL to the group still end it.
+  signal(SIGHUP, SIG_IGN);
   const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) dup2(null, fd);
     close(null);
   }
+  for (int fd : inherited_) close(fd);
+  inherited_.clear();
   // One write of both bytes: the parent reads them together (a pipe write this small is
   // atomic).
   const unsigned char word[2] = {static_cast<unsigned char>(kReady),

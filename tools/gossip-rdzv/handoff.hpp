@@ -9,12 +9,15 @@
 //
 // split() forks before any socket or thread exists. The child runs the node; the parent only
 // waits: for the child's "ready" (then it exits at once with the status the child gave), or
-// for the child's exit (then it exits with the child's status, so every failure reaches the
-// caller unchanged). Signals sent to the parent before the hand-off are passed on to the
-// child (but not those the terminal sends, which reach the child as well); a parent killed
-// outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child has no
-// terminal and no pipe of the caller open (stdin, stdout and stderr are /dev/null), so
-// `eval "$(gossip-rdzv join ...)"` returns too, and it exits when its stay ends.
+// for the child's exit (then it exits with the child's status, or dies of the child's
+// signal, so every failure reaches the caller unchanged). SIGINT and SIGTERM sent to the
+// parent before the hand-off are passed on to the child (but not those the terminal sends,
+// which reach the child as well; a signal to the whole process group reaches both, and the
+// launcher takes the parent's copy for the same signal, launcher.hpp); a parent killed
+// outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child holds
+// no descriptor of the caller's (stdin, stdout and stderr are /dev/null; what else it
+// inherited is closed) and ignores the terminal's hang-up, so `eval "$(gossip-rdzv join
+// ...)"` returns too, and it exits when its stay ends.
 //
 // A node restarted on the same port while the previous one's child still stays would find
 // the port taken. The child therefore holds a local rendezvous point named after its port
@@ -26,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace gossip_rdzv::cli {
 
@@ -43,6 +47,7 @@ class Handoff {
 
  private:
   int ready_fd_ = -1;
+  std::vector<int> inherited_;  ///< the caller's descriptors (no close-on-exec), closed at ready()
 };
 
 /// Whether a previous node's stay held `port` on this machine and has now ended (waits for

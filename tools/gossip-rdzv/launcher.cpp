@@ -393,6 +393,21 @@ void Launcher::kill_after_grace() {
   killed_ = true;
 }
 
+bool Launcher::repeats_last_signal(int signal, pid_t sender) {
+  constexpr auto kWindow = std::chrono::seconds(1);
+  const pid_t parent = ::getppid();
+  const auto now = Clock::now();
+  const bool repeat = last_signal_ && last_signal_->signal == signal &&
+                      now - last_signal_->at < kWindow &&
+                      (sender == parent) != (last_signal_->sender == parent);
+  if (repeat) {
+    last_signal_.reset();  // a third one is a new signal
+  } else {
+    last_signal_ = TakenSignal{signal, sender, now};
+  }
+  return repeat;
+}
+
 int Launcher::wait() {
   return wait([] { return false; });
 }
@@ -413,8 +428,10 @@ int Launcher::wait(const std::function<bool()>& stop_early) {
     if ((first_failure_ || only_leftovers()) && !kill_deadline_) forward_signal(SIGTERM);
     kill_after_grace();
     timespec timeout{0, std::chrono::nanoseconds(kPollInterval).count()};
-    int received = sigtimedwait(&signals, nullptr, &timeout);
-    if (received == SIGINT || received == SIGTERM) {
+    siginfo_t info{};
+    const int received = sigtimedwait(&signals, &info, &timeout);
+    if ((received == SIGINT || received == SIGTERM) &&
+        !repeats_last_signal(received, info.si_pid)) {
       received_signal_ = received;
       forward_signal(received);
     }

@@ -56,7 +56,10 @@ class Launcher {
   /// Launching makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), so orphans of
   /// the workers are reaped here. SIGINT and SIGTERM received meanwhile are
   /// forwarded (they are blocked in the calling thread while it waits; a multi-threaded
-  /// program must block them in every thread, see main.cpp).
+  /// program must block them in every thread, see main.cpp). A signal that our parent process
+  /// sends within a second of the same signal from elsewhere (or the other way round) is
+  /// taken as one: `join`'s waiting parent passes on what it gets (handoff.hpp), and a
+  /// signal to the whole process group reaches both, so the workers would get it twice.
   int wait();
   /// The same, and once `stop_early()` returns true (asked every poll, 100 ms) every worker
   /// is stopped as after a failure: SIGTERM, then SIGKILL after the grace. Returns 0 when
@@ -100,6 +103,8 @@ class Launcher {
   void terminate_running(int signal);
   void kill_after_grace();
   std::size_t running() const;
+  /// Whether `signal` from `sender` repeats the last one taken (see wait()); records it.
+  bool repeats_last_signal(int signal, pid_t sender);
 
   std::chrono::milliseconds kill_grace_;
   std::vector<Worker> workers_;
@@ -109,6 +114,12 @@ class Launcher {
   std::optional<Clock::time_point> kill_deadline_;
   bool killed_ = false;
   std::optional<int> received_signal_;
+  struct TakenSignal {
+    int signal = 0;
+    pid_t sender = 0;
+    Clock::time_point at;
+  };
+  std::optional<TakenSignal> last_signal_;
   std::string exec_error_;
   pid_t watchdog_pid_ = -1;
   int watchdog_fd_ = -1;  ///< our end of the watchdog's socket; close-on-exec

@@ -1,5 +1,6 @@
 // gossip-rdzv: parse the command line, run one command, map every failure to an exit code
 // (docs/cli.md lists them). No exception leaves main().
+#include <fcntl.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -75,9 +76,20 @@ int run_guarded(const std::vector<std::string>& args) {
   return run(*parsed.options);
 }
 
+// A caller may start us with stdin, stdout or stderr closed (`<&-`): the next descriptor we
+// open (a socket, ZeroMQ's eventfd) would take that number, and writing "stdout", or the
+// stay replacing stdio with /dev/null (handoff.hpp), would hit it. /dev/null fills them.
+void fill_standard_descriptors() {
+  int fd = 0;
+  while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= STDERR_FILENO) {
+  }
+  if (fd > STDERR_FILENO) close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  fill_standard_descriptors();
   // Before any thread exists, so the node's threads inherit the mask (see commands.hpp).
   gossip_rdzv::cli::block_supervised_signals();
   try {
