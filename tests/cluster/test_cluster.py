@@ -396,6 +396,24 @@ class SplitAgentTest(ClusterTest):
         self.assertGreaterEqual(stamps[1], third - 0.05, "join's copy reached the worker as a "
                                 "second SIGTERM")
 
+    def test_a_signal_to_join_then_to_its_group_reaches_workers_once(self):
+        # What coreutils' `timeout` does when its time is up: SIGTERM to join's pid, then to
+        # the whole group. join passes the first on, gets the second too, and its child gets
+        # that one directly. The worker logs each SIGTERM and, after the first, waits two
+        # seconds for a second before it exits.
+        log, ready = self.tmp / "terms", self.tmp / "ready"
+        worker = (f"trap 'date +%s.%N >> {log}; n=1' TERM; n=0; touch {ready}; i=0; "
+                  f"while [ $i -lt 600 ] && [ $n -eq 0 ]; do sleep 0.1; i=$((i+1)); done; "
+                  f"i=0; while [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done")
+        popen, err = self.start_one(worker)
+        wait_until(ready.exists, timeout=CONVERGE_TIMEOUT, what="the worker to start")
+        os.kill(popen.pid, signal.SIGTERM)
+        wait_until(lambda: log.exists() and log.read_text().count("\n") >= 1, timeout=10,
+                   interval=0.01, what="join to pass the SIGTERM on to the worker")
+        os.killpg(popen.pid, signal.SIGTERM)  # within the second in which it counts as one
+        popen.wait(timeout=30)  # the worker exits 0 after its two seconds, and so does join
+        self.assertEqual(len(log.read_text().split()), 1, err.read_text())
+
     def test_the_stay_holds_no_descriptor_of_the_caller_and_ignores_a_hang_up(self):
         read_end, write_end = os.pipe()
         popen, err = self.start_one("exit 0", pass_fds=(write_end,))

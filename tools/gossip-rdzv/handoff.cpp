@@ -63,6 +63,7 @@ void yield_port_on_request(std::uint16_t port) {
 void die_as(int signal) {
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
+  prctl(PR_SET_DUMPABLE, 0);  // nor a crash record from a core_pattern helper
   struct sigaction action {};
   action.sa_handler = SIG_DFL;
   sigaction(signal, &action, nullptr);
@@ -100,6 +101,18 @@ int wait_for_child(pid_t child, int ready_fd) {
   for (int signal : {SIGINT, SIGTERM}) sigaddset(&passed_on, signal);
   // Interrupt signals are blocked in every thread (main.cpp), so they queue for signalfd.
   const int signals = signalfd(-1, &passed_on, SFD_CLOEXEC);
+  // A sender that signals our pid and then our whole group (coreutils' `timeout`) reaches us
+  // twice and the child once directly: the same signal again within a second is not passed
+  // on, so the launcher, which takes our copy and the direct one as one, sees one signal.
+  int last_signal = 0;
+  auto last_passed = std::chrono::steady_clock::time_point{};
+  const auto pass_on = [&](int signal) {
+    const auto now = std::chrono::steady_clock::now();
+    if (signal == last_signal && now - last_passed < std::chrono::seconds(1)) return;
+    last_signal = signal;
+    last_passed = now;
+    kill(child, signal);
+  };
   bool ready = false;
   int status = 0;
   while (true) {
@@ -122,13 +135,13 @@ int wait_for_child(pid_t child, int ready_fd) {
       // included: passing them on would deliver them twice (and to its workers twice).
       if (read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info) &&
           info.ssi_code != SI_KERNEL)
-        kill(child, static_cast<int>(info.ssi_signo));
+        pass_on(static_cast<int>(info.ssi_signo));
     } else if (signals < 0) {
       // Without signalfd: look for pending interrupts between short waits.
       const timespec no_wait{0, 0};
       siginfo_t info{};
       for (int signal; (signal = sigtimedwait(&passed_on, &info, &no_wait)) > 0;)
-        if (info.si_code != SI_KERNEL) kill(child, signal);
+        if (info.si_code != SI_KERNEL) pass_on(signal);
     }
   }
   if (signals >= 0) close(signals);

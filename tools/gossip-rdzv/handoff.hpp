@@ -12,8 +12,9 @@
 // for the child's exit (then it exits with the child's status, or dies of the child's
 // signal, so every failure reaches the caller unchanged). SIGINT and SIGTERM sent to the
 // parent before the hand-off are passed on to the child (but not those the terminal sends,
-// which reach the child as well; a signal to the whole process group reaches both, and the
-// launcher takes the parent's copy for the same signal, launcher.hpp); a parent killed
+// which reach the child as well, nor the same signal again within a second; a signal to the
+// whole process group reaches both, and the launcher takes the parent's copy for the same
+// signal, launcher.hpp); a parent killed
 // outright takes the child with it (PR_SET_PDEATHSIG). After the hand-off the child holds
 // no descriptor of the caller's (stdin, stdout and stderr are /dev/null; what else it
 // inherited is closed) and ignores the terminal's hang-up, so `eval "$(gossip-rdzv join
