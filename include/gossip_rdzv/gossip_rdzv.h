@@ -115,6 +115,11 @@ GOSSIP_RDZV_API int gossip_rdzv_node_start(gossip_rdzv_node* node);
 GOSSIP_RDZV_API int gossip_rdzv_node_wait(gossip_rdzv_node* node, gossip_rdzv_assignment** out);
 /* "host:port" peers (and store clients) use for this node; "" before start. */
 GOSSIP_RDZV_API const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node);
+/* 1 when nodes that start late ask this node first (the seed list names it, or it has none),
+ * else 0; known after start (0 for NULL). After an elastic job ended, such a node tells them
+ * the job is over (E_JOB_OVER there) for as long as it is not freed: keep it a while to have
+ * them told (C++ Node::listed_as_seed; the CLI's --stay-after-job). */
+GOSSIP_RDZV_API int gossip_rdzv_node_listed_as_seed(gossip_rdzv_node* node);
 /* After commit: keep answering peers until every member knows the outcome (bounded). */
 GOSSIP_RDZV_API void gossip_rdzv_node_finish(gossip_rdzv_node* node);
 /* ---- elastic rounds (config "elastic" = 1; docs/protocol.md, "Rounds") ------------------

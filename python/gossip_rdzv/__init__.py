@@ -285,6 +285,13 @@ class Node:
     def endpoint(self):
         return _text(_lib_handle.gossip_rdzv_node_endpoint(self._handle))
 
+    @property
+    def listed_as_seed(self):
+        """Whether nodes that start late ask this node first (the seed list names it, or it
+        has none); known after start(). After an elastic job ended it tells them the job is
+        over for as long as it is not stopped."""
+        return _lib_handle.gossip_rdzv_node_listed_as_seed(self._handle) == 1
+
     def wait(self):
         handle = ctypes.c_void_p()
         _check(_lib_handle.gossip_rdzv_node_wait(self._handle, ctypes.byref(handle)))

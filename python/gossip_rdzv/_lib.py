@@ -61,6 +61,7 @@ _SIGNATURES = {
     "gossip_rdzv_node_start": (_c.c_int, [_p]),
     "gossip_rdzv_node_wait": (_c.c_int, [_p, _c.POINTER(_p)]),
     "gossip_rdzv_node_endpoint": (_str, [_p]),
+    "gossip_rdzv_node_listed_as_seed": (_c.c_int, [_p]),
     "gossip_rdzv_node_finish": (None, [_p]),
     "gossip_rdzv_node_round_over": (_c.c_int, [_p, _p, _c.POINTER(_c.c_int)]),
     "gossip_rdzv_node_failure_explained": (_c.c_int, [_p, _p, _c.POINTER(_c.c_int)]),

@@ -321,6 +321,10 @@ const char* gossip_rdzv_node_endpoint(gossip_rdzv_node* node) {
   return node == nullptr ? "" : node->endpoint.c_str();
 }
 
+int gossip_rdzv_node_listed_as_seed(gossip_rdzv_node* node) {
+  return node != nullptr && node->node->listed_as_seed() ? 1 : 0;
+}
+
 void gossip_rdzv_node_finish(gossip_rdzv_node* node) {
   if (node != nullptr) guarded([&] { node->node->finish(); });
 }

@@ -121,6 +121,9 @@ static void a_reported_job_failure_reaches_the_other_node(void) {
   gossip_rdzv_assignment* a[2] = {0};
   for (int i = 0; i < 2; ++i) REQUIRE_OK(gossip_rdzv_node_start(nodes[i]));
   for (int i = 0; i < 2; ++i) REQUIRE_OK(gossip_rdzv_node_wait(nodes[i], &a[i]));
+  CHECK(gossip_rdzv_node_listed_as_seed(nodes[0]) == 1);
+  CHECK(gossip_rdzv_node_listed_as_seed(nodes[1]) == 0);
+  CHECK(gossip_rdzv_node_listed_as_seed(NULL) == 0);
   REQUIRE_OK(gossip_rdzv_node_job_failure(nodes[1], &failed, &rank, &status, &message));
   CHECK(failed == 0 && message == NULL);
   /* Both still listen: a failure now would be the node's own. */

@@ -133,6 +133,7 @@ class PythonPackageTest(unittest.TestCase):
                  gossip_rdzv.Node(listen="127.0.0.1:0", **common).start()]
         try:
             assignments = [node.wait() for node in nodes]
+            self.assertEqual([node.listed_as_seed for node in nodes], [True, False])
             self.assertIsNone(nodes[1].job_failure())
             nodes[0].report_job_failed(rank=1, status=137)
             with self.assertRaises(gossip_rdzv.GossipRdzvError) as caught:
