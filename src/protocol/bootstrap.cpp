@@ -110,10 +110,11 @@ void Bootstrap::answer_join(CoreContext& ctx, Time now, const Envelope& env, con
        ctx.table.sample_peers(ctx.prng, config.timing.join_sample_size, env.sender)) {
     reply.sample.push_back(ctx.table.record(*ctx.table.find(peer)));
   }
-  if (!config.seed_only) reply.sample.push_back(ctx.self_record());
-  // The job ended (a member failed it, or all finished): the joiner learns it now.
+  // The job ended (a member failed it, or all finished): the joiner learns it now, before
+  // our own leave (an abort is what it should report).
   if (ctx.job_end && ctx.job_end->ann.endpoint != ctx.config.self.endpoint)
     reply.sample.push_back(*ctx.job_end);
+  if (!config.seed_only) reply.sample.push_back(ctx.self_record());
   ctx.send(env.sender, std::move(reply));
   if (config.seed_only) {
     introduce(ctx, join.self);

@@ -9,10 +9,15 @@ bool left_on_purpose(const Member& row) {
 }
 
 std::optional<JobEnded> Rounds::note_final(const CoreContext& ctx, const MemberRecord& record) {
-  if (ended_ || ctx.left || ctx.config.seed_only) return std::nullopt;
+  if (ctx.left || ctx.config.seed_only) return std::nullopt;
   const bool failed = record.incarnation != kLeftIncarnation;
+  // Reported once, except that an abort still outranks a leave reported before it (as
+  // CoreContext::note_final keeps it): a late node may read a seed's own leave before the
+  // abort that the same answer carries.
+  if (ended_ && (ended_failed_ || !failed)) return std::nullopt;
   if (!failed && committed_once_) return std::nullopt;
   ended_ = true;
+  ended_failed_ = failed;
   JobEnded event;
   event.failed = failed;
   event.peer = record.ann.endpoint;

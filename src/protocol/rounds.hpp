@@ -38,8 +38,9 @@ class Rounds {
   /// `record` is a member's final death (is_final_incarnation): whether the job ended for
   /// us with it. A member whose workers failed with no restart left ends it for everyone; a
   /// member that finished ends it only for a node that never committed a round (it started
-  /// too late: the job is over). Reports the first such end only; a node that left or a
-  /// dedicated seed has no job to end.
+  /// too late: the job is over). Reports the first such end only, or an abort after a
+  /// leave (the abort says why the job ended); a node that left or a dedicated seed has no
+  /// job to end.
   std::optional<JobEnded> note_final(const CoreContext& ctx, const MemberRecord& record);
 
  private:
@@ -47,6 +48,7 @@ class Rounds {
   bool committed_once_ = false;
   std::optional<Time> blocked_since_;  ///< when blocked() first saw the held view blocked
   bool ended_ = false;
+  bool ended_failed_ = false;  ///< the end reported was an abort
 };
 
 /// We left (Core::leave), and every other member of the last committed round left or is dead.

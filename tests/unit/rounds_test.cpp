@@ -297,6 +297,32 @@ TEST(Rounds, ANodeStartedAfterAFailedJobIsToldWhoFailedIt) {
   EXPECT_EQ(ended->status, 1);
 }
 
+// The seed node was starting a round of its own when the job failed, so it answers a late
+// node's Join itself (it committed no view to answer from): its own leave and the abort
+// reach the late node in one reply, the leave first. The abort outranks the leave there too.
+TEST(Rounds, ANodeStartedAfterAFailedJobIsToldWhoFailedItByASeedBetweenRounds) {
+  MiniNet net(2, 2);
+  net.add(1, elastic()), net.add(2, elastic());
+  ASSERT_TRUE(net.run([&] { return all_in_round(net, {1, 2}, 0); }));
+  ASSERT_TRUE(net.node(1)->request_next_round(net.now()));  // its workers failed too
+  net.node(2)->abort(net.now(), 1, 3);
+  ASSERT_TRUE(net.run([&] { return net.find_event<JobEnded>(1) != nullptr; }));
+  EXPECT_EQ(net.node(1)->round(), 1u);
+  EXPECT_TRUE(commit_of(net, 1, 1) == std::nullopt);
+  net.node(1)->leave(net.now());
+  net.crash(2);
+  net.add(3, elastic());
+  ASSERT_TRUE(net.run([&] { return net.find_event<JobEnded>(3) != nullptr; }));
+  std::vector<JobEnded> ended;
+  for (const auto& event : net.events(3)) {
+    if (auto* e = std::get_if<JobEnded>(&event)) ended.push_back(*e);
+  }
+  ASSERT_FALSE(ended.empty());
+  EXPECT_TRUE(ended.back().failed);  // what the node reports (the runtime keeps the last)
+  EXPECT_EQ(ended.back().peer, MiniNet::endpoint(2));
+  EXPECT_EQ(ended.back().status, 3);
+}
+
 TEST(Rounds, AMemberStillInTheJobIsNotToldItFinishedWhenAnotherLeaves) {
   MiniNet net(2, 2);
   net.add(1, elastic()), net.add(2, elastic());
