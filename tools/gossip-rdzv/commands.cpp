@@ -57,6 +57,18 @@ int wait_for_interrupt(std::chrono::milliseconds timeout) {
   return received > 0 ? received : 0;
 }
 
+// The same, but our own wake-up (kWakeSignal, from wait_with_progress) is no interrupt.
+int wait_for_stop_signal(std::chrono::milliseconds timeout) {
+  const int signal = wait_for_interrupt(timeout);
+  return signal == kWakeSignal ? 0 : signal;
+}
+
+// The port of the node's endpoint, which names its stay (handoff.hpp); 0 if unknown.
+std::uint16_t port_of(const Node& node) {
+  const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
+  return endpoint ? endpoint->port : 0;
+}
+
 [[noreturn]] void exit_interrupted(int signal) {
   // On a terminal the line starts below the "^C" it echoed; into a file or pipe, nothing
   // comes before it.
@@ -249,14 +261,12 @@ void stay_after_job(Node& node, int status, const CliOptions& options, Handoff& 
                  status, static_cast<int>(getpid()),
                  std::chrono::duration<double>(options.stay_after_job).count());
   }
-  const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
-  if (!handoff.ready(endpoint ? endpoint->port : 0, status)) return;
+  if (!handoff.ready(port_of(node), status)) return;
   const auto until = std::chrono::steady_clock::now() + options.stay_after_job;
   for (auto now = std::chrono::steady_clock::now(); now < until;
        now = std::chrono::steady_clock::now()) {
-    const int signal =
-        wait_for_interrupt(std::chrono::ceil<std::chrono::milliseconds>(until - now));
-    if (signal != 0 && signal != kWakeSignal) return;
+    if (wait_for_stop_signal(std::chrono::ceil<std::chrono::milliseconds>(until - now)) != 0)
+      return;
   }
 }
 
@@ -282,10 +292,7 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       hooks.show = [&](const Assignment& a) {
         if (!options.verbosity.quiet) std::cerr << assignment_table(a) << std::flush;
       };
-      hooks.wait_signal = [](std::chrono::milliseconds timeout) {
-        const int signal = wait_for_interrupt(timeout);
-        return signal == kWakeSignal ? 0 : signal;
-      };
+      hooks.wait_signal = wait_for_stop_signal;
       const ElasticEnd end = run_elastic(node, assignment, options, hooks);
       status = end.status;
       if (end.job_over) stay_after_job(node, status, options, handoff);
@@ -298,10 +305,7 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       hooks.next_round = [&](const Assignment& previous) {
         return wait_with_progress(node, options, [&] { return node.wait_next(previous); });
       };
-      hooks.wait_signal = [](std::chrono::milliseconds timeout) {
-        const int signal = wait_for_interrupt(timeout);
-        return signal == kWakeSignal ? 0 : signal;
-      };
+      hooks.wait_signal = wait_for_stop_signal;
       hooks.round_env = [&](const Assignment& a) {
         return with_store(node_env(a, socket_ifname(a)), a, options);
       };
@@ -312,8 +316,7 @@ int after_commit(Node& node, const Assignment& assignment, const CliOptions& opt
       serve_store_until_interrupted(assignment, options);
     } else {
       // The outcome is out: the caller may go on.
-      const auto endpoint = protocol::parse_endpoint(node.endpoint(), nullptr);
-      handoff.ready(endpoint ? endpoint->port : 0);
+      handoff.ready(port_of(node));
     }
   } catch (...) {
     node.finish();

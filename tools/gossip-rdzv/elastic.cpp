@@ -22,20 +22,15 @@ std::string status_text(int status) {
 constexpr std::chrono::seconds kJobEndGrace{15};
 
 /// Waits until every other member of the round left or is dead (Node::wait_job_finished),
-/// at most `timeout`, or until SIGINT or SIGTERM arrives: then returns that signal (the
-/// waits can last --join-timeout, and Ctrl-C must not wait that long).
-int wait_others(Node& node, std::chrono::milliseconds timeout, const ElasticHooks& hooks,
-                bool* finished) {
+/// at most `timeout`, or until SIGINT or SIGTERM arrives: then returns that signal, else 0
+/// (the waits can last --join-timeout, and Ctrl-C must not wait that long).
+int wait_others(Node& node, std::chrono::milliseconds timeout, const ElasticHooks& hooks) {
   constexpr std::chrono::milliseconds kSlice{200};
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  *finished = false;
   for (auto now = std::chrono::steady_clock::now(); now < deadline;
        now = std::chrono::steady_clock::now()) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    if (node.wait_job_finished(std::min(kSlice, left))) {
-      *finished = true;
-      return 0;
-    }
+    if (node.wait_job_finished(std::min(kSlice, left))) return 0;
     if (const int signal = hooks.wait_signal(std::chrono::milliseconds(0))) return signal;
   }
   return 0;
@@ -56,9 +51,7 @@ ElasticEnd end_with(Node& node, const JobFailure& failure, const ElasticHooks& h
   std::fprintf(stderr, "gossip-rdzv: %s; this node's workers were stopped\n",
                failure.message.c_str());
   node.report_workers_finished();
-  bool finished = false;
-  if (const int signal = wait_others(node, kJobEndGrace, hooks, &finished))
-    return interrupted(signal);
+  if (const int signal = wait_others(node, kJobEndGrace, hooks)) return interrupted(signal);
   return {failure.status != 0 ? failure.status : 1, true};
 }
 
@@ -91,10 +84,9 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
     } else if (status == 0) {
       node.report_workers_finished();
       say(options, "this node's workers finished; waiting for the other nodes' to finish");
-      bool finished = false;
-      if (const int signal = wait_others(node, options.config.join_timeout, hooks, &finished))
+      if (const int signal = wait_others(node, options.config.join_timeout, hooks))
         return interrupted(signal);
-      if (!finished) {
+      if (!node.wait_job_finished(std::chrono::milliseconds(0))) {
         say(options,
             "the other nodes' workers did not finish within --join-timeout; this "
             "node's finished, so it exits 0 (see the other nodes' output for theirs)");
@@ -113,9 +105,7 @@ ElasticEnd run_elastic(Node& node, Assignment first, const CliOptions& options,
                      failure.c_str(), restarts_used, options.max_restarts);
         node.report_job_failed(static_cast<std::uint32_t>(assignment.me().rank_offset + local_rank),
                                status);
-        bool finished = false;
-        if (const int signal = wait_others(node, kJobEndGrace, hooks, &finished))
-          return interrupted(signal);
+        if (const int signal = wait_others(node, kJobEndGrace, hooks)) return interrupted(signal);
         return {status, true};
       }
       ++restarts_used;
